@@ -1,0 +1,86 @@
+"""The live-event contract: one TypedDict per WebSocket event and the one function that sends them.
+
+Services and tasks call `broadcast(chain_id, event)`; consumers only forward what arrives on the group
+`chain-<id>`. Every event carries `type`, `chain_id` and, where relevant, the raw `seq` it is about, so a
+client that reconnects can ask for what it missed (`GET /api/chains/{id}/messages?after_seq=N`).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal, TypedDict, Union
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+__all__ = [
+    "MessageAppended", "ViewUpdated", "CompactionStarted", "CompactionCompleted", "CompactionFailed",
+    "ChainEvent", "EVENT_TYPES", "group_name", "broadcast",
+]
+
+log = logging.getLogger(__name__)
+
+
+class MessageAppended(TypedDict):
+    type: Literal["message.appended"]
+    chain_id: int
+    messages: list[dict[str, Any]]  # each: canonical message + "seq", "byte_size", "token_count"
+    last_seq: int
+
+
+class ViewUpdated(TypedDict):
+    type: Literal["view.updated"]
+    chain_id: int
+    version: int
+    raw_seq_to: int
+    byte_size: int
+    token_count: int
+    messages: int  # number of messages in the view; the page fetches the view itself
+
+
+class CompactionStarted(TypedDict):
+    type: Literal["compaction.started"]
+    chain_id: int
+    event_id: int
+    trigger: str
+
+
+class CompactionCompleted(TypedDict):
+    type: Literal["compaction.completed"]
+    chain_id: int
+    event_id: int
+    trigger: str
+    bytes_before: int
+    bytes_after: int
+    tokens_before: int
+    tokens_after: int
+    calls: int
+    duration_ms: int
+    compactions: int
+
+
+class CompactionFailed(TypedDict):
+    type: Literal["compaction.failed"]
+    chain_id: int
+    event_id: int
+    trigger: str
+    reason: str
+
+
+ChainEvent = Union[MessageAppended, ViewUpdated, CompactionStarted, CompactionCompleted, CompactionFailed]
+EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.failed")
+
+
+def group_name(chain_id: int) -> str:
+    return f"chain-{chain_id}"
+
+
+def broadcast(chain_id: int, event: ChainEvent) -> None:
+    """Send one event to everyone watching the chain. Live updates are best effort: never fail a write."""
+    assert event["type"] in EVENT_TYPES, event["type"]
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group_name(chain_id), {"type": "chain.event", "event": dict(event)})
+    except Exception:  # a dead Redis must not turn an append into an error; the page catches up by seq
+        log.warning("broadcast of %s to chain %s failed", event["type"], chain_id, exc_info=True)

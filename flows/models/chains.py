@@ -1,0 +1,215 @@
+"""Flows, agents, chains and the append-only raw history, plus the views the model receives."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+AGENT_TYPES = [
+    "primary_agent", "pentester", "coder", "installer", "searcher", "memorist", "enricher",
+    "generator", "refiner", "reporter", "adviser", "reflector", "assistant",
+]
+ROLES = ["system", "user", "assistant", "tool"]
+
+
+class AppendOnlyError(RuntimeError):
+    """Raised when code tries to change or delete stored history."""
+
+
+class FlowStatus(models.TextChoices):
+    CREATED = "created"
+    RUNNING = "running"
+    WAITING = "waiting"
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+class Profile(models.TextChoices):
+    AGENT = "agent"
+    ASSISTANT = "assistant"
+
+
+class Flow(models.Model):
+    title = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=FlowStatus.choices, default=FlowStatus.CREATED)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="flows")
+    model_name = models.CharField(max_length=200, blank=True, default="",
+                                  help_text="Model the agents call, e.g. gpt-4o; decides the context window.")
+    provider = models.ForeignKey("flows.ProviderConfig", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="flows", help_text="Endpoint used for summaries; empty = default.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.title} (#{self.pk})"
+
+
+class Agent(models.Model):
+    flow = models.ForeignKey(Flow, on_delete=models.CASCADE, related_name="agents")
+    agent_type = models.CharField(max_length=32, choices=[(t, t) for t in AGENT_TYPES])
+    profile = models.CharField(max_length=16, choices=Profile.choices, default=Profile.AGENT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.agent_type} #{self.pk}"
+
+
+class Chain(models.Model):
+    """One message chain of an agent. Successor segments (compaction §7) link to the archived parent."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="chains")
+    is_active = models.BooleanField(default=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="successors")
+    tool_call_id_template = models.CharField(max_length=100, blank=True, default="")
+    last_seq = models.IntegerField(default=0, help_text="seq of the newest raw message (0 = empty)")
+    view_version = models.IntegerField(default=0, help_text="version of the newest ChainView")
+    compactions = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent"], condition=models.Q(is_active=True),
+                                    name="one_active_chain_per_agent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"chain #{self.pk}"
+
+
+class Message(models.Model):
+    """A raw message as the agent produced it. Never updated or deleted by normal operation."""
+
+    chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="messages")
+    seq = models.IntegerField(help_text="1-based, contiguous within the chain")
+    role = models.CharField(max_length=16, choices=[(r, r) for r in ROLES])
+    content = models.JSONField(null=True, blank=True, help_text="string, null or a list of content parts")
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    name = models.CharField(max_length=200, blank=True, default="")
+    reasoning = models.JSONField(null=True, blank=True)
+    byte_size = models.IntegerField(default=0, help_text="PentAGI size of the message (UTF-8 bytes)")
+    token_count = models.IntegerField(null=True, blank=True, help_text="cached token estimate")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["chain_id", "seq"]
+        constraints = [models.UniqueConstraint(fields=["chain", "seq"], name="message_seq_unique")]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError("raw messages are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise AppendOnlyError("raw messages are append-only")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message in our canonical (OpenAI chat) format."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = self.tool_calls
+        if self.role == "tool":
+            out["tool_call_id"] = self.tool_call_id
+        if self.name:
+            out["name"] = self.name
+        if self.reasoning is not None:
+            out["reasoning"] = self.reasoning
+        return out
+
+
+class ChainView(models.Model):
+    """A versioned snapshot of the view the model receives (never edited; a new version supersedes it)."""
+
+    chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="views")
+    version = models.IntegerField()
+    messages = models.JSONField(default=list)
+    lineage = models.JSONField(default=list, help_text="per view message, the raw seqs it stands for")
+    raw_seq_from = models.IntegerField(default=0)
+    raw_seq_to = models.IntegerField(default=0, help_text="newest raw seq this view includes")
+    byte_size = models.IntegerField(default=0)
+    token_count = models.IntegerField(default=0)
+    settings_snapshot = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["chain_id", "version"]
+        constraints = [models.UniqueConstraint(fields=["chain", "version"], name="view_version_unique")]
+
+
+class Section(models.Model):
+    """Structure of one section of a view: header and body pairs (kind, size, summary flag, raw seqs)."""
+
+    view = models.ForeignKey(ChainView, on_delete=models.CASCADE, related_name="sections")
+    index = models.IntegerField()
+    header = models.JSONField(default=dict, help_text="{'system_bytes', 'human_bytes', 'human_preview'}")
+    pairs = models.JSONField(default=list, help_text="[{'kind', 'size', 'summary', 'raw_seqs'}]")
+    byte_size = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["view_id", "index"]
+
+
+class Trigger(models.TextChoices):
+    TURN = "turn"
+    WINDOW = "window"
+    OVERFLOW = "overflow"
+    MANUAL = "manual"
+    BYTE_GUARD = "byte-guard"
+
+
+class Outcome(models.TextChoices):
+    RUNNING = "running"
+    OK = "ok"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class SummaryEvent(models.Model):
+    """One summarization or compaction: what triggered it, what it cost and what it changed."""
+
+    chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="events")
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.RUNNING)
+    reason = models.TextField(blank=True, default="")
+    instructions = models.TextField(blank=True, default="", help_text="focus instructions of a manual compaction")
+    bytes_before = models.IntegerField(default=0)
+    bytes_after = models.IntegerField(default=0)
+    tokens_before = models.IntegerField(default=0)
+    tokens_after = models.IntegerField(default=0)
+    calls = models.IntegerField(default=0)
+    model = models.CharField(max_length=200, blank=True, default="")
+    duration_ms = models.IntegerField(default=0)
+    covered = models.JSONField(default=list, help_text="raw seq ranges [[from, to], ...] the summaries replace")
+    summary_text = models.TextField(blank=True, default="")
+    settings_snapshot = models.JSONField(default=dict)
+    view = models.ForeignKey(ChainView, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    raw_seq_to = models.IntegerField(default=0, help_text="newest raw seq the event worked on")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["chain_id", "id"]
+
+
+class MemoryNote(models.Model):
+    """A durable fact saved before compaction (memory flush, compaction §8)."""
+
+    flow = models.ForeignKey(Flow, on_delete=models.CASCADE, related_name="notes")
+    chain = models.ForeignKey(Chain, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes")
+    event = models.ForeignKey(SummaryEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes")
+    kind = models.CharField(max_length=32, default="identifier", help_text="identifier, credential, host, decision")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["flow_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["flow", "kind", "text"], name="memory_note_unique")]
