@@ -6,6 +6,7 @@ client that reconnects can ask for what it missed (`GET /api/chains/{id}/message
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Literal, TypedDict, Union
 
@@ -14,7 +15,7 @@ from channels.layers import get_channel_layer
 
 __all__ = [
     "MessageAppended", "ViewUpdated", "CompactionStarted", "CompactionCompleted", "CompactionFailed",
-    "ChainEvent", "EVENT_TYPES", "group_name", "broadcast",
+    "ChainEvent", "EVENT_TYPES", "group_name", "broadcast", "bind_event_loop",
 ]
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,37 @@ def group_name(chain_id: int) -> str:
     return f"chain-{chain_id}"
 
 
+BROADCAST_TIMEOUT_SECONDS = 5.0
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def bind_event_loop(loop: asyncio.AbstractEventLoop | None) -> None:
+    """Route broadcasts from foreign threads through the server's event loop (the embedded run command).
+
+    The in-memory channel layer keeps asyncio queues owned by the loop that serves the WebSockets; a worker
+    thread sending through `async_to_sync` would touch them from another loop and the waiting consumer
+    might never wake. Bound, every broadcast runs on that loop. Redis layers need none of this.
+    """
+    global _server_loop
+    _server_loop = loop
+
+
+def _running_on(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _send(layer: Any, group: str, message: dict[str, Any]) -> None:
+    loop = _server_loop
+    if loop is not None and loop.is_running() and not _running_on(loop):
+        future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+        future.result(timeout=BROADCAST_TIMEOUT_SECONDS)
+        return
+    async_to_sync(layer.group_send)(group, message)
+
+
 def broadcast(chain_id: int, event: ChainEvent) -> None:
     """Send one event to everyone watching the chain. Live updates are best effort: never fail a write."""
     assert event["type"] in EVENT_TYPES, event["type"]
@@ -81,6 +113,6 @@ def broadcast(chain_id: int, event: ChainEvent) -> None:
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(group_name(chain_id), {"type": "chain.event", "event": dict(event)})
+        _send(layer, group_name(chain_id), {"type": "chain.event", "event": dict(event)})
     except Exception:  # a dead Redis must not turn an append into an error; the page catches up by seq
         log.warning("broadcast of %s to chain %s failed", event["type"], chain_id, exc_info=True)

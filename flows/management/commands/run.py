@@ -1,0 +1,117 @@
+"""`manage.py run`: the whole product on one machine (migrations, demo user, Celery worker, Daphne, demo).
+
+Without REDIS_URL everything shares this process: the memory broker feeds a worker thread and the
+in-memory channel layer carries its events to the browsers Daphne serves. With REDIS_URL set, workers are
+separate processes (`celery -A pentagi_web worker`), unless `--embedded-worker` asks for one in here too.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+log = logging.getLogger(__name__)
+
+DEMO_USERNAME = "demo"
+DEMO_PASSWORD_BYTES = 12
+CELERY_COMMAND = ".venv/bin/celery -A pentagi_web worker --loglevel=INFO"
+
+
+class Command(BaseCommand):
+    help = "Run pentagi-web: migrate, demo user, embedded Celery worker, Daphne (HTTP + WebSockets), demo flow."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+        parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+        parser.add_argument("--no-demo", action="store_true", help="do not start the built-in demo flow")
+        parser.add_argument("--embedded-worker", action="store_true",
+                            help="run a Celery worker in this process even when REDIS_URL is set")
+
+    def handle(self, *args: Any, host: str, port: int, no_demo: bool, embedded_worker: bool, **options: Any) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        user = self._ensure_demo_user()
+        worker = self._start_worker(force=embedded_worker)
+        if not no_demo:
+            self._start_demo(user)
+        url = f"http://{host}:{port}/"
+        self.stdout.write(self.style.SUCCESS(f"pentagi-web is listening on {url}"), ending="\n")
+        self.stdout.flush()
+        try:
+            _serve(host=host, port=port)
+        finally:
+            if worker is not None:
+                worker.stop()
+
+    def _ensure_demo_user(self):
+        """Create the demo user once; its random password is printed once and only its hash is stored."""
+        users = get_user_model()
+        user = users.objects.filter(username=DEMO_USERNAME).first()
+        if user is not None:
+            self.stdout.write(f"login: user '{DEMO_USERNAME}' (password printed when it was created; "
+                              f"change it with `manage.py changepassword {DEMO_USERNAME}`)")
+            return user
+        password = secrets.token_urlsafe(DEMO_PASSWORD_BYTES)
+        user = users.objects.create_user(username=DEMO_USERNAME, password=password)
+        self.stdout.write(self.style.WARNING(
+            f"login: user '{DEMO_USERNAME}', password '{password}' (shown once; stored hashed)"))
+        return user
+
+    def _start_worker(self, *, force: bool):
+        if settings.REDIS_URL and not force:
+            self.stdout.write(f"REDIS_URL is set: start workers separately with `{CELERY_COMMAND}` "
+                              "(or pass --embedded-worker)")
+            return None
+        from flows.embedded_worker import start_embedded_worker
+
+        worker = start_embedded_worker()
+        self.stdout.write(f"Celery worker running in-process (broker {_redacted(settings.CELERY_BROKER_URL)})")
+        return worker
+
+    def _start_demo(self, user) -> None:
+        try:
+            demo = importlib.import_module("flows.demo")
+        except ImportError:
+            self.stdout.write("demo unavailable (flows.demo is not installed); starting without it")
+            return
+        try:
+            flow = demo.demo_start(owner=user)
+        except Exception as exc:  # the product must still start when the demo can't
+            log.exception("demo failed to start")
+            self.stdout.write(f"demo failed to start: {exc}")
+            return
+        self.stdout.write(f"demo flow #{flow.pk} running: {flow.title}")
+
+
+def _redacted(url: str) -> str:
+    """Hide credentials in a broker URL before printing it."""
+    if "@" in url:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://***@{rest.rpartition('@')[2]}"
+    return url
+
+
+def _serve(*, host: str, port: int) -> None:
+    """Run Daphne in this (main) thread until SIGINT/SIGTERM."""
+    from daphne.endpoints import build_endpoint_description_strings
+    from daphne.server import Server, twisted_loop
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    from flows.events import bind_event_loop
+    from pentagi_web.asgi import application
+
+    bind_event_loop(twisted_loop)  # worker-thread broadcasts must reach the in-memory layer on this loop
+    try:
+        Server(
+            application=ASGIStaticFilesHandler(application),
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            signal_handlers=True,
+            verbosity=0,
+        ).run()
+    finally:
+        bind_event_loop(None)
