@@ -1,0 +1,121 @@
+"""The chain WebSocket: only an authenticated user who may see the chain joins; it only forwards events."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from flows.events import bind_event_loop, broadcast
+from flows.models import Agent, Chain, Flow, SummaryEvent
+from pentagi_web.asgi import application
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+def _make_chain(username: str) -> tuple[object, Chain]:
+    user = get_user_model().objects.create_user(username=username, password="pw-for-tests-only")
+    flow = Flow.objects.create(title="scan", owner=user)
+    agent = Agent.objects.create(flow=flow, agent_type="pentester")
+    return user, Chain.objects.create(agent=agent)
+
+
+def _session_cookie(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def _communicator(chain_id: int, cookie: bytes | None = None, origin: bytes = b"http://localhost"):
+    # The Origin validator's host list is fixed when asgi.py is imported, before pytest adds "testserver".
+    headers = [(b"origin", origin), (b"host", b"localhost")]
+    if cookie:
+        headers.append((b"cookie", cookie))
+    return WebsocketCommunicator(application, f"/ws/chains/{chain_id}/", headers=headers)
+
+
+async def test_it_refuses_an_anonymous_visitor():
+    _, chain = await sync_to_async(_make_chain)("alice")
+    ws = await _communicator(chain.pk)
+    connected, code = await ws.connect()
+    assert not connected
+    assert code == 4401
+
+
+async def test_it_refuses_a_user_who_may_not_see_the_chain():
+    _, chain = await sync_to_async(_make_chain)("alice")
+    mallory, _ = await sync_to_async(_make_chain)("mallory")
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(mallory))
+    connected, code = await ws.connect()
+    assert not connected
+    assert code == 4404
+
+
+async def test_it_refuses_a_foreign_origin():
+    user, chain = await sync_to_async(_make_chain)("alice")
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user), origin=b"http://evil.example")
+    connected, _ = await ws.connect()
+    assert not connected
+
+
+async def test_the_owner_receives_events_broadcast_for_the_chain():
+    user, chain = await sync_to_async(_make_chain)("alice")
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user))
+    connected, _ = await ws.connect()
+    assert connected
+    assert await ws.receive_json_from(timeout=2) == {"type": "hello", "chain_id": chain.pk}
+    await sync_to_async(broadcast)(chain.pk, {
+        "type": "view.updated", "chain_id": chain.pk, "version": 3, "raw_seq_to": 7,
+        "byte_size": 120, "token_count": 40, "messages": 5,
+    })
+    frame = await ws.receive_json_from(timeout=2)
+    assert frame["type"] == "view.updated"
+    assert frame["version"] == 3
+    await ws.disconnect()
+
+
+async def test_it_does_not_forward_events_of_other_chains():
+    user, chain = await sync_to_async(_make_chain)("alice")
+    _, other = await sync_to_async(_make_chain)("bob")
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user))
+    await ws.connect()
+    await ws.receive_json_from(timeout=2)
+    await sync_to_async(broadcast)(other.pk, {
+        "type": "compaction.started", "chain_id": other.pk, "event_id": 1, "trigger": "manual"})
+    assert await ws.receive_nothing(timeout=0.3)
+    await ws.disconnect()
+
+
+async def test_client_frames_are_ignored_and_write_nothing():
+    user, chain = await sync_to_async(_make_chain)("alice")
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user))
+    await ws.connect()
+    await ws.receive_json_from(timeout=2)
+    await ws.send_json_to({"type": "compaction.started", "chain_id": chain.pk, "event_id": 1, "trigger": "manual"})
+    assert await ws.receive_nothing(timeout=0.3)
+    assert await sync_to_async(SummaryEvent.objects.count)() == 0
+    await ws.disconnect()
+
+
+async def test_a_worker_thread_broadcast_reaches_the_socket_through_the_bound_loop():
+    """The embedded run command binds Daphne's loop so worker-thread events reach the in-memory layer."""
+    user, chain = await sync_to_async(_make_chain)("alice")
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user))
+    await ws.connect()
+    await ws.receive_json_from(timeout=2)
+    event = {"type": "compaction.failed", "chain_id": chain.pk, "event_id": 9, "trigger": "manual",
+             "reason": "endpoint down"}
+    bind_event_loop(asyncio.get_running_loop())
+    try:
+        worker = threading.Thread(target=broadcast, args=(chain.pk, event))
+        worker.start()
+        frame = await ws.receive_json_from(timeout=2)
+        await asyncio.get_running_loop().run_in_executor(None, worker.join)
+    finally:
+        bind_event_loop(None)
+    assert frame == event
+    await ws.disconnect()
