@@ -1,0 +1,76 @@
+"""Writes to the summarizer settings. Every change goes through `settings_update`, which records who changed
+what and when (a SettingsChange row with {field: [old, new]}), whether it came from the admin, a page, the API
+or an environment import."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from django.db import transaction
+
+from flows.models import Flow, SettingsChange, SummarizerSettings
+from flows.settings_registry import (
+    PROFILES, SettingsError, settings_for, settings_from_env, settings_validate, settings_values,
+)
+
+__all__ = ["settings_update", "settings_override_for", "settings_import_env"]
+
+
+def _label(row: SummarizerSettings) -> str:
+    return f"{row.profile} (flow #{row.flow_id})" if row.flow_id else f"{row.profile} (defaults)"
+
+
+def settings_update(*, row: SummarizerSettings, data: Mapping[str, Any], user=None,
+                    source: str = "admin") -> SettingsChange | None:
+    """Validate `data` against the row, save what changed and log it; None when nothing changed."""
+    cleaned = settings_validate(data, base=row)
+    with transaction.atomic():
+        locked = SummarizerSettings.objects.select_for_update().get(pk=row.pk)
+        before = settings_values(locked)
+        changes = {name: [before[name], value] for name, value in cleaned.items() if before[name] != value}
+        if not changes:
+            return None
+        for name, (_, value) in changes.items():
+            setattr(locked, name, value)
+        locked.updated_by = user if getattr(user, "pk", None) else None
+        locked.save()
+        for name, (_, value) in changes.items():
+            setattr(row, name, value)
+        return SettingsChange.objects.create(settings=locked, label=_label(locked), user=locked.updated_by,
+                                             source=source[:32], changes=changes)
+
+
+def settings_override_for(*, flow: Flow, profile: str, user=None) -> SummarizerSettings:
+    """The flow's own settings row, created as a copy of the profile's defaults when it has none yet."""
+    existing = SummarizerSettings.objects.filter(profile=profile, flow=flow).first()
+    if existing is not None:
+        return existing
+    values = settings_values(settings_for(profile=profile))
+    with transaction.atomic():
+        row, created = SummarizerSettings.objects.get_or_create(profile=profile, flow=flow, defaults=values)
+        if created:
+            SettingsChange.objects.create(settings=row, label=_label(row), user=user if getattr(user, "pk", None)
+                                          else None, source="override", changes={})
+    return row
+
+
+def settings_import_env(environ: Mapping[str, str], *, user=None) -> dict[str, dict[str, list[Any]]]:
+    """Apply SUMMARIZER_* / ASSISTANT_SUMMARIZER_* / COMPACTION_* variables to both profiles' defaults.
+
+    All or nothing: any bad variable raises SettingsError naming it, and nothing is saved.
+    """
+    parsed, errors = {}, {}
+    for profile in PROFILES:
+        values, bad = settings_from_env(profile, environ)
+        errors.update(bad)
+        parsed[profile] = values
+    if errors:
+        raise SettingsError(errors)
+    applied: dict[str, dict[str, list[Any]]] = {}
+    with transaction.atomic():
+        rows = {profile: settings_for(profile=profile) for profile in PROFILES}
+        for profile in PROFILES:
+            settings_validate(parsed[profile], base=rows[profile])
+        for profile in PROFILES:
+            change = settings_update(row=rows[profile], data=parsed[profile], user=user, source="env import")
+            applied[profile] = change.changes if change else {}
+    return applied
