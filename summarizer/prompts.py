@@ -1,0 +1,143 @@
+"""The text sent to the summarizer LLM (PentAGI csum `GenerateSummary`), in our own words.
+
+Layout (no indentation, no trailing newline):
+    <instructions>…</instructions>\\n\\n
+    <tasks>\\n<task id="i">\\n…</task>\\n</tasks>\\n          (cases 1 and 3)
+    <messages>\\n<message id="i" role="ai|tool|human">\\n…</message>\\n</messages>   (cases 1 and 2)
+Case 1 = user messages as context + AI messages to condense; case 2 = AI messages only; case 3 = user
+messages only. Reasoning is never included and content is not escaped (the tags are only markers).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .messages import valid_calls
+
+__all__ = [
+    "SUMMARIZER_SYSTEM_PROMPT", "INSTRUCTIONS_WITH_TASKS", "INSTRUCTIONS_MESSAGES_ONLY", "INSTRUCTIONS_TASKS_ONLY",
+    "PromptError", "build_summary_prompt", "ROLE_NAMES",
+]
+
+Message = dict[str, Any]
+ROLE_NAMES = {"user": "human", "assistant": "ai", "tool": "tool", "system": "system"}
+
+_ALREADY_SUMMARIZED = (
+    "Some input is already a summary: an ai message that calls execute_task_and_return_summary followed by "
+    "its tool message, or text starting with '**summarized content:**'. Treat it as high-priority, already "
+    "distilled knowledge: keep every command, parameter, error and result it mentions and merge it with the "
+    "new material without repeating anything."
+)
+
+INSTRUCTIONS_WITH_TASKS = (
+    "Condense the AI activity in <messages> into one summary. The <tasks> block holds the user's requests; "
+    "use it only as context for what matters, do not restate it. " + _ALREADY_SUMMARIZED + " Keep every "
+    "technical detail: function and tool names, parameters, file paths, URLs, hosts, versions, numbers and "
+    "identifiers, complete code snippets and step-by-step procedures. Make clear how the requests were "
+    "answered and follow the order problem -> attempts -> solution. Output only the summarized content."
+)
+
+INSTRUCTIONS_MESSAGES_ONLY = (
+    "Condense the AI activity in <messages> into one self-contained summary that a reader can use without "
+    "the original. " + _ALREADY_SUMMARIZED + " Keep every technical detail: names, parameters, paths, URLs, "
+    "versions, numbers, identifiers and complete code examples. Put conclusions, recommendations and "
+    "technical explanations first, then the sequence of steps in the order they happened. Output only the "
+    "summarized content."
+)
+
+INSTRUCTIONS_TASKS_ONLY = (
+    "Condense the user's requests in <tasks> into one brief. Extract every goal and question, all technical "
+    "specifications, constraints, requirements and success criteria, and the background needed to act on "
+    "them. Order them by priority and write them as directives in the imperative mood. Output only the brief."
+)
+
+SUMMARIZER_SYSTEM_PROMPT = (
+    "You are a precision summarization engine. Your job is to make text shorter while keeping all of its "
+    "essential information. The input is XML-like; its tags only mark structure: never echo them. Always keep "
+    "technical specifics (function names, endpoints, parameters, URLs, file paths, versions), numbers (dates, "
+    "thresholds, IDs, ports, hashes), step sequences, cause and effect, warnings, limits and special cases, and "
+    "code that shows a key point. Content marked '**summarized content:**' or returned by "
+    "execute_task_and_return_summary is already distilled: every point of it must survive in your output. The "
+    "<instructions> block of each request overrides these general rules. Answer with the summary only: no "
+    "preamble such as 'here is the summary', no closing remarks."
+)
+
+
+class PromptError(ValueError):
+    """Nothing to summarize: both message lists were empty."""
+
+
+def _text_items(content: Any) -> list[tuple[str, Any]]:
+    """A message's content as ("text", str) / ("image", {url, detail}) items; an empty string is no part."""
+    if isinstance(content, str):
+        return [("text", content)] if content else []
+    items: list[tuple[str, Any]] = []
+    for part in content or ():
+        if part.get("type") == "text":
+            items.append(("text", part["text"]))
+        elif part.get("type") == "image_url":
+            items.append(("image", part["image_url"]))
+    return items
+
+
+def _task(index: int, msg: Message) -> str:
+    out = [f'<task id="{index}">\n']
+    for kind, value in _text_items(msg.get("content")):
+        if kind == "text":
+            out.append(f"{value}\n")
+        else:
+            out.append(f'<image url="{value["url"]}">\n{value.get("detail") or ""}\n</image>\n')
+    out.append("</task>\n")
+    return "".join(out)
+
+
+def _tool_content(msg: Message) -> str:
+    content = msg.get("content")
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if p.get("type") == "text")
+    return content or ""
+
+
+def _message(index: int, msg: Message, names: dict[str, str]) -> str:
+    role = msg.get("role", "")
+    out = [f'<message id="{index}" role="{ROLE_NAMES.get(role, role)}">\n']
+    part = 0
+    if role == "tool":
+        name = names.get(msg["tool_call_id"], msg.get("name") or "")
+        out.append(f'<tool_call_response name="{name}" part="0">\n{_tool_content(msg)}\n</tool_call_response>\n')
+    else:
+        for kind, value in _text_items(msg.get("content")):
+            if kind == "text":
+                out.append(f'<content part="{part}">\n{value}\n</content>\n')
+            else:
+                out.append(f'<image url="{value["url"]}" part="{part}">\n{value.get("detail") or ""}\n</image>\n')
+            part += 1
+        for call in valid_calls(msg):
+            fn = call["function"]
+            out.append(f'<tool_call name="{fn["name"]}" part="{part}">\n{fn["arguments"]}\n</tool_call>\n')
+            part += 1
+    out.append("</message>\n")
+    return "".join(out)
+
+
+def build_summary_prompt(humans: Sequence[Message], ais: Sequence[Message]) -> str:
+    """The prompt for one summary: case 1 (humans + ais), case 2 (ais only) or case 3 (humans only)."""
+    if not humans and not ais:
+        raise PromptError("nothing to summarize: no human and no AI messages")
+    if humans and ais:
+        instructions = INSTRUCTIONS_WITH_TASKS
+    elif ais:
+        instructions = INSTRUCTIONS_MESSAGES_ONLY
+    else:
+        instructions = INSTRUCTIONS_TASKS_ONLY
+    blocks = []
+    if humans:
+        tasks = "".join(_task(i, m) for i, m in enumerate(humans) if m.get("role") == "user")
+        blocks.append(f"<tasks>\n{tasks}</tasks>")
+    if ais:
+        names: dict[str, str] = {}
+        rendered = []
+        for i, msg in enumerate(ais):
+            names.update({c["id"]: c["function"]["name"] for c in valid_calls(msg)})
+            rendered.append(_message(i, msg, names))
+        blocks.append(f"<messages>\n{''.join(rendered)}</messages>")
+    return f"<instructions>{instructions}</instructions>\n\n" + "\n".join(blocks)
