@@ -1,0 +1,120 @@
+"""One chat completion against an OpenAI-compatible endpoint, with bounded retries and strict answer checks.
+
+Retries (with exponential back-off) only for errors another attempt can fix: connection errors, timeouts,
+5xx and rate limits. A context-overflow 400, an auth error or a garbage answer fails at once. Whatever the
+endpoint returns is checked: a body that is not a chat completion, no choices, or no text is an error, never
+an empty summary.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from flows.models import ProviderConfig
+from flows.providers import openai_client_for
+
+from .errors import ProviderError, classify_openai_error
+
+__all__ = ["Completion", "complete", "sanitize_text", "backoff_seconds", "wire_messages",
+           "BACKOFF_BASE_SECONDS", "BACKOFF_MAX_SECONDS"]
+
+BACKOFF_BASE_SECONDS = 1.0
+BACKOFF_MAX_SECONDS = 10.0
+BODY_PREVIEW_CHARS = 200
+# Keys of an OpenAI chat message; our extension keys (reasoning, ...) are not sent to providers.
+WIRE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    attempts: int
+
+
+def backoff_seconds(attempt: int) -> float:
+    """Delay after failed attempt number `attempt` (1-based): 1 s, 2 s, 4 s ... capped."""
+    return min(BACKOFF_BASE_SECONDS * 2 ** (attempt - 1), BACKOFF_MAX_SECONDS)
+
+
+def sanitize_text(text: str) -> str:
+    """Valid UTF-8 without NUL characters (PostgreSQL text refuses them), trimmed."""
+    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "").strip()
+
+
+def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as providers accept them: OpenAI keys only; an assistant tool-call message's null content
+    becomes "" (llama.cpp's server rejects null there, OpenAI accepts both)."""
+    out = []
+    for message in messages:
+        wire = {key: message[key] for key in WIRE_KEYS if key in message and message[key] not in (None, "")}
+        wire.setdefault("content", "")
+        out.append(wire)
+    return out
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return part["text"]
+    return ""
+
+
+def _choice_text(choice: Any) -> str:
+    content = getattr(getattr(choice, "message", None), "content", None)
+    if isinstance(content, list):  # some gateways answer with content parts
+        content = "".join(_part_text(part) for part in content)
+    return sanitize_text(content) if isinstance(content, str) else ""
+
+
+def _completion_from(response: Any, *, attempts: int) -> Completion:
+    if not isinstance(response, ChatCompletion):
+        preview = str(response)[:BODY_PREVIEW_CHARS]
+        raise ProviderError(f"the model endpoint did not return a chat completion (got {type(response).__name__}:"
+                            f" {preview!r})", attempts=attempts)
+    if not response.choices:
+        raise ProviderError("the model endpoint returned a completion without choices", attempts=attempts)
+    texts = [text for text in (_choice_text(choice) for choice in response.choices) if text]
+    if not texts:
+        reasons = sorted({str(getattr(choice, "finish_reason", "")) for choice in response.choices})
+        raise ProviderError(f"the model endpoint returned no text (finish_reason: {', '.join(reasons)})",
+                            attempts=attempts)
+    usage = response.usage
+    return Completion(text="\n\n".join(texts), attempts=attempts,
+                      prompt_tokens=getattr(usage, "prompt_tokens", None),
+                      completion_tokens=getattr(usage, "completion_tokens", None))
+
+
+def complete(provider: ProviderConfig, model: str, messages: Sequence[dict[str, Any]], *,
+             max_tokens: int | None = None, sleep: Callable[[float], None] = time.sleep) -> Completion:
+    """Send `messages` to `model` at `provider`, up to provider.max_attempts times on retryable errors.
+
+    Raises ContextOverflowError, RetryableProviderError (attempts exhausted) or ProviderError; each carries
+    `.attempts`.
+    """
+    attempts = max(1, provider.max_attempts)
+    limit = max_tokens or provider.max_output_tokens
+    client = openai_client_for(provider)
+    attempt = 0
+    try:
+        while True:
+            attempt += 1
+            try:
+                response = client.chat.completions.create(model=model, messages=wire_messages(messages),
+                                                          max_tokens=limit)
+            except (openai.OpenAIError, ValueError) as exc:
+                error = classify_openai_error(exc, attempts=attempt, secret=provider.api_key)
+                if not error.retryable or attempt >= attempts:
+                    raise error from exc
+                sleep(backoff_seconds(attempt))
+                continue
+            return _completion_from(response, attempts=attempt)
+    finally:
+        client.close()

@@ -1,0 +1,60 @@
+"""LLMCall rows: one per model call (or summary-cache hit), with usage, our estimate beside it, cost, outcome."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flows.models import LLMCall, ProviderConfig, SummaryEvent
+from summarizer.tokens import count_tokens
+
+from .client import Completion
+from .errors import LLMError, mask_secret
+
+__all__ = ["record_call", "call_cost_usd", "scrub_secret", "TOKENS_PER_MTOK", "ERROR_TEXT_MAX_CHARS"]
+
+TOKENS_PER_MTOK = 1_000_000
+ERROR_TEXT_MAX_CHARS = 4000
+
+
+def call_cost_usd(provider: ProviderConfig | None, prompt_tokens: int, completion_tokens: int) -> float:
+    if provider is None:
+        return 0.0
+    return (prompt_tokens * provider.prompt_cost_per_mtok
+            + completion_tokens * provider.completion_cost_per_mtok) / TOKENS_PER_MTOK
+
+
+def scrub_secret(text: str, provider: ProviderConfig | None) -> str:
+    """Stored error text: bounded, and never the raw key (errors are masked at the source too)."""
+    return mask_secret(text, provider.api_key if provider is not None else "")[:ERROR_TEXT_MAX_CHARS]
+
+
+def _text_bytes(messages: Sequence[dict[str, Any]]) -> int:
+    total = 0
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            total += len(content.encode("utf-8"))
+    return total
+
+
+def record_call(*, provider: ProviderConfig | None, model: str, messages: Sequence[dict[str, Any]],
+                event: SummaryEvent | None, duration_ms: int, completion: Completion | None = None,
+                error: LLMError | None = None, cached: bool = False) -> LLMCall:
+    """Store one call. Provider-reported tokens are kept as reported (None when absent); the cost uses them,
+    or our estimate when the provider reported nothing."""
+    estimate = count_tokens(list(messages), model=model or None)
+    reported_prompt = completion.prompt_tokens if completion is not None else None
+    reported_completion = completion.completion_tokens if completion is not None else None
+    completion_estimate = (count_tokens([{"role": "assistant", "content": completion.text}], model=model or None)
+                           if completion is not None else 0)
+    cost = 0.0 if cached else call_cost_usd(
+        provider, reported_prompt if reported_prompt is not None else (estimate if completion else 0),
+        reported_completion if reported_completion is not None else completion_estimate)
+    return LLMCall.objects.create(
+        event=event if event is not None and event.pk else None, provider=provider, model=model,
+        prompt_bytes=_text_bytes(messages), estimated_prompt_tokens=estimate,
+        prompt_tokens=None if cached else reported_prompt, completion_tokens=None if cached else reported_completion,
+        cost_usd=cost, duration_ms=duration_ms, cached=cached, ok=error is None,
+        attempts=0 if cached else (completion.attempts if completion is not None else getattr(error, "attempts", 1)),
+        error=scrub_secret(str(error), provider) if error is not None else "",
+    )
