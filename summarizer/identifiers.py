@@ -1,0 +1,188 @@
+"""Opaque identifiers and security findings in free text.
+
+`extract_identifiers` implements the identifier policy of compaction.md §6: the strings a summary must keep
+byte for byte (hex runs of 8+ characters, URLs, absolute paths, host:port, IPv4 addresses, integers of 6+ digits,
+CVE ids). `extract_findings` recognises what pentest tools print when something is won: credentials, hashes,
+valid user names, flags. Both are regex scans, linear in the input, and deterministic (order of first appearance).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["extract_identifiers", "missing_identifiers", "extract_findings", "Finding", "is_case_insensitive_id"]
+
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_HOSTNAME_RE = re.compile(r"localhost|(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*")
+_SEGMENT = r"[\w.~+@%-]+"
+# Alternatives are tried left to right at each position, so a URL swallows the path and port inside it and a
+# host:port wins over the bare address it starts with.
+_IDENTIFIER_RE = re.compile(
+    rf"""
+    (?P<url>\b[A-Za-z][A-Za-z0-9+.-]{{1,15}}://[^\s<>"'`]+)
+  | (?P<cve>\bCVE-\d{{4}}-\d{{4,}}\b)
+  | (?P<uuid>(?<![\w-])[0-9A-Fa-f]{{8}}-[0-9A-Fa-f]{{4}}-[0-9A-Fa-f]{{4}}-[0-9A-Fa-f]{{4}}-[0-9A-Fa-f]{{12}}(?![\w-]))
+  | (?P<hostport>(?<![\w.-])(?P<host>[A-Za-z0-9.-]{{1,253}}):(?P<port>\d{{1,5}})(?![\w:]|\.\d))
+  | (?P<ipv4>(?<![\w.]){_IPV4}(?:/\d{{1,2}}(?!\d))?(?!\w|\.\d))
+  | (?P<hex>(?<![A-Za-z0-9_])(?=\d*[A-Fa-f])[0-9A-Fa-f]{{8,}}(?![A-Za-z0-9_]))
+  | (?P<winpath>(?<![\w])[A-Za-z]:\\(?:[\w.$-]+\\?)+)
+  | (?P<unc>\\\\[\w.-]+\\[\w.$-]+(?:\\[\w.$-]+)*)
+  | (?P<path>(?<![\w.:/\\-])(?:/{_SEGMENT}){{2,}}/?|(?<![\w.:/\\-])/[\w~+@%-]*\.[\w.~+@%-]+)
+  | (?P<int>(?<![\w.])(?<!\d\.)\d{{6,}}(?!\w|\.\d))
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+_IPV4_RE = re.compile(_IPV4)
+_TRAILING_PUNCT = ".,;:!?'\""
+_HEXISH_RE = re.compile(r"[0-9A-Fa-f]+(?:-[0-9A-Fa-f]+)*")
+_MAX_PORT = 65535
+
+
+def is_case_insensitive_id(identifier: str) -> bool:
+    """Hex runs, UUIDs and CVE ids compare case-insensitively (fact 44: lower-case hex satisfies upper-case)."""
+    return bool(_HEXISH_RE.fullmatch(identifier)) or identifier.upper().startswith("CVE-")
+
+
+def _strip_url(url: str) -> str:
+    url = url.rstrip(_TRAILING_PUNCT)
+    for close, open_ in ((")", "("), ("]", "["), ("}", "{")):
+        while url.endswith(close) and url.count(close) > url.count(open_):
+            url = url[:-1].rstrip(_TRAILING_PUNCT)
+    return url
+
+
+def _values(match: re.Match[str]) -> list[str]:
+    kind = match.lastgroup if match.lastgroup not in ("host", "port") else "hostport"
+    text = match.group(0)
+    if kind == "url":
+        return [_strip_url(text)]
+    if kind in ("cve", "hex", "uuid"):
+        return [text.upper()]
+    if kind == "hostport":
+        host = match.group("host")
+        if int(match.group("port")) > _MAX_PORT:
+            return []
+        if _IPV4_RE.fullmatch(host):
+            return [text, host]
+        return [text] if _HOSTNAME_RE.fullmatch(host) else []
+    if kind in ("path", "winpath"):
+        stripped = text.rstrip(_TRAILING_PUNCT)
+        return [stripped] if len(stripped) > 2 else []
+    return [text]
+
+
+def extract_identifiers(text: str, *, limit: int | None = None) -> list[str]:
+    """Every opaque identifier in `text`, unique, in order of first appearance.
+
+    Hex runs and CVE ids are reported upper-case and de-duplicated case-insensitively; an IPv4 host:port also
+    yields the bare address. `limit` keeps only the first N (None = all).
+    """
+    seen: dict[str, str] = {}
+    for match in _IDENTIFIER_RE.finditer(text or ""):
+        for value in _values(match):
+            key = value.upper() if is_case_insensitive_id(value) else value
+            if value and key not in seen:
+                seen[key] = value
+                if limit is not None and len(seen) >= limit:
+                    return list(seen.values())
+    return list(seen.values())
+
+
+def missing_identifiers(identifiers: list[str], text: str) -> list[str]:
+    """The identifiers that do not occur in `text` (hex/UUID/CVE compared case-insensitively), input order."""
+    text = text or ""
+    upper = text.upper()
+    missing = []
+    for identifier in identifiers:
+        found = identifier.upper() in upper if is_case_insensitive_id(identifier) else identifier in text
+        if not found:
+            missing.append(identifier)
+    return missing
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a tool reported as won: `kind` is credential | hash | password | user | flag."""
+
+    kind: str
+    value: str
+    line: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.value}"
+
+
+_LINE_CAP_CHARS = 240
+_HASH_CAP_CHARS = 160
+_Q = r"""['"`]?"""
+_FINDING_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    # netexec / crackmapexec success line: "[+] essos.local\missandei:fr3edom (Pwn3d!)"
+    ("credential", re.compile(r"\[\+\]\s+(?P<value>[\w.-]+\\[\w.$-]+:\S*)")),
+    # kerbrute: "[+] VALID LOGIN:  user@domain:password" / "[+] VALID USERNAME:  user@domain"
+    ("credential", re.compile(r"VALID LOGIN:\s+(?P<value>\S+:\S+)", re.IGNORECASE)),
+    ("user", re.compile(r"VALID USERNAME:\s+(?P<value>\S+)", re.IGNORECASE)),
+    # hydra / medusa: "login: root   password: toor"
+    ("credential", re.compile(r"\blogin:\s*(?P<user>\S+)\s+password:\s*(?P<secret>\S+)", re.IGNORECASE)),
+    # command lines: "-u 'missandei' -p 'fr3edom'", "--username x --password y"
+    ("credential", re.compile(
+        rf"(?:\s-u|--user(?:name)?)[ =]{_Q}(?P<user>[^\s'\"`]+){_Q}\s+(?:-p|--pass(?:word)?)[ =]{_Q}(?P<secret>[^\s'\"`]+){_Q}")),
+    # prose: "Password for `missandei` is `fr3edom`"
+    ("credential", re.compile(
+        rf"password (?:for|of) (?:user |account )?{_Q}(?P<user>[\w.@\\$-]+){_Q} (?:is|=|:) {_Q}(?P<secret>[^\s'\"`]+){_Q}",
+        re.IGNORECASE)),
+    # secretsdump / pwdump: "Administrator:500:aad3b435...:31d6cfe0...:::"
+    ("hash", re.compile(r"(?<![\w.\\$-])(?P<value>[\w.\\$-]+:\d+:[0-9a-fA-F]{32}:[0-9a-fA-F]{32}):::")),
+    # bare "LM:NT" pairs as passed to -H
+    ("hash", re.compile(r"(?<![\w:])(?P<value>[0-9a-fA-F]{32}:[0-9a-fA-F]{32})(?![\w:])")),
+    # kerberos / crypt style hashes: $krb5asrep$, $krb5tgs$, $6$, $2y$, NetNTLMv2 "user::DOMAIN:chal:resp:blob"
+    ("hash", re.compile(r"(?P<value>\$(?:krb5(?:asrep|tgs|pa)|[0-9][a-z]?|[a-z0-9-]{2,12})\$\S{16,})")),
+    ("hash", re.compile(r"(?<![\w.$-])(?P<value>[\w.$-]+::[\w.-]+:[0-9a-fA-F]{16}:[0-9a-fA-F]{32}:[0-9a-fA-F]{32,})")),
+    # "Password: x", "password=x", "pwd: x", "api_key=x", "token: x" (labels only, not "Password history length")
+    ("password", re.compile(
+        rf"(?<![\w-])(?:[A-Za-z0-9]+[_-])*(?P<label>password|passwd|pass|pwd|secret|api[_-]?key|token)\s*[:=]\s*{_Q}(?P<value>[^\s'\"`,;]+)",
+        re.IGNORECASE)),
+    ("flag", re.compile(r"(?P<value>\b(?:flag|htb|thm|ctf|picoctf)\{[^}\s]{1,200}\})", re.IGNORECASE)),
+]
+_PLACEHOLDER_SECRETS = {"", "''", '""', "<password>", "password", "pass", "none", "null", "******", "xxx", "$password"}
+
+
+def _finding_value(kind: str, match: re.Match[str]) -> str | None:
+    groups = match.groupdict()
+    if "user" in groups and "secret" in groups:
+        user, secret = groups["user"], groups["secret"]
+        if secret.lower() in _PLACEHOLDER_SECRETS or not user:
+            return None
+        return f"{user}:{secret}"
+    value = groups["value"]
+    if kind == "credential" and value.split("\\", 1)[-1].startswith(":"):
+        return None  # "[+] essos.local\:" is an anonymous (null) session, not a credential
+    if kind == "password" and value.lower() in _PLACEHOLDER_SECRETS:
+        return None
+    if kind == "hash" and len(value) > _HASH_CAP_CHARS:
+        return value[:_HASH_CAP_CHARS] + "…"
+    return value
+
+
+def extract_findings(text: str) -> list[Finding]:
+    """Credentials, hashes, valid users and flags printed by common pentest tools, unique, in text order."""
+    found: dict[tuple[str, str], Finding] = {}
+    ordered: list[tuple[int, tuple[str, str]]] = []
+    for line_start, line in _lines_with_offsets(text or ""):
+        for kind, pattern in _FINDING_PATTERNS:
+            for match in pattern.finditer(line):
+                value = _finding_value(kind, match)
+                if value is None or (kind, value) in found:
+                    continue
+                found[(kind, value)] = Finding(kind, value, line.strip()[:_LINE_CAP_CHARS])
+                ordered.append((line_start + match.start(), (kind, value)))
+    ordered.sort(key=lambda item: item[0])
+    return [found[key] for _, key in ordered]
+
+
+def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
+    out, offset = [], 0
+    for line in text.splitlines(keepends=True):
+        out.append((offset, line))
+        offset += len(line)
+    return out
