@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from .models import Chain, Flow
+from .models import Chain, ChainView, Flow, Message, SummaryEvent
 
-__all__ = ["flows_visible_to", "chain_visible_to", "chains_visible_to"]
+__all__ = [
+    "flows_visible_to", "chain_visible_to", "chains_visible_to", "flow_get_visible", "chain_get_visible",
+    "chain_messages", "chain_raw_messages", "chain_view_latest", "chain_events",
+]
 
 
 def flows_visible_to(*, user) -> QuerySet[Flow]:
@@ -21,3 +24,31 @@ def chains_visible_to(*, user) -> QuerySet[Chain]:
 
 def chain_visible_to(*, chain_id: int, user) -> bool:
     return chains_visible_to(user=user).filter(pk=chain_id).exists()
+
+
+def flow_get_visible(*, user, flow_id: int) -> Flow:
+    """The flow if `user` may see it; Flow.DoesNotExist otherwise (another user's flow looks absent)."""
+    return flows_visible_to(user=user).get(pk=flow_id)
+
+
+def chain_get_visible(*, user, chain_id: int) -> Chain:
+    return chains_visible_to(user=user).get(pk=chain_id)
+
+
+def chain_messages(*, chain: Chain, after_seq: int = 0, limit: int | None = None) -> QuerySet[Message]:
+    """Raw messages in seq order after `after_seq` (the live page's catch-up read)."""
+    qs = chain.messages.filter(seq__gt=after_seq).order_by("seq")
+    return qs[:limit] if limit is not None else qs
+
+
+def chain_raw_messages(*, chain: Chain) -> list[dict]:
+    """The whole raw chain in our canonical message format."""
+    return [m.to_dict() for m in chain.messages.order_by("seq")]
+
+
+def chain_view_latest(*, chain: Chain) -> ChainView | None:
+    return chain.views.order_by("-version").first()
+
+
+def chain_events(*, chain: Chain, limit: int = 200) -> QuerySet[SummaryEvent]:
+    return chain.events.order_by("-id")[:limit]

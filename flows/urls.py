@@ -2,6 +2,6 @@
 from django.urls import include, path
 
 urlpatterns: list = [
-    # path("api/", include("flows.api.urls")),
+    path("api/", include("flows.api.urls")),
     # path("", include("flows.views.urls")),
 ]

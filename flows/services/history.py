@@ -23,13 +23,14 @@ from summarizer.messages import MessageError, message_size, validate_messages
 from summarizer.toolcall_ids import detect_id_template
 
 __all__ = [
-    "MAX_BATCH_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "flow_create", "agent_create",
+    "MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "flow_create", "agent_create",
     "chain_append", "chain_import", "api_token_create", "turn_completed",
 ]
 
 log = logging.getLogger(__name__)
 
 MAX_BATCH_MESSAGES = 1000
+MAX_IMPORT_MESSAGES = 100_000  # an imported transcript is one batch; only the per-message cap still applies
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one message, JSON-encoded
 EVENT_MESSAGES_MAX_BYTES = 512 * 1024  # live event payload cap; pages fetch the rest by seq
 
@@ -144,11 +145,11 @@ def turn_completed(*, chain: Chain) -> bool:
 
 # ----------------------------------------------------------------------------------------------- append
 
-def _validate_batch(messages: Any) -> list[dict[str, Any]]:
+def _validate_batch(messages: Any, max_messages: int = MAX_BATCH_MESSAGES) -> list[dict[str, Any]]:
     if not isinstance(messages, list) or not messages:
         raise AppendError("invalid_batch", "'messages' must be a non-empty list of messages")
-    if len(messages) > MAX_BATCH_MESSAGES:
-        raise AppendError("batch_too_large", f"at most {MAX_BATCH_MESSAGES} messages per batch, got "
+    if len(messages) > max_messages:
+        raise AppendError("batch_too_large", f"at most {max_messages} messages per batch, got "
                           f"{len(messages)}", status=413)
     try:
         validate_messages(messages)
@@ -207,7 +208,10 @@ def _known_call_names(chain: Chain, batch: list[dict[str, Any]]) -> dict[str, st
 
 def chain_append(*, chain: Chain, messages: Any) -> AppendResult:
     """Append a batch atomically (all or nothing); see the module docstring for what happens after commit."""
-    batch = _validate_batch(messages)
+    return _append(chain, _validate_batch(messages))
+
+
+def _append(chain: Chain, batch: list[dict[str, Any]]) -> AppendResult:
     with transaction.atomic():
         locked = Chain.objects.select_for_update().select_related("agent__flow").get(pk=chain.pk)
         if not locked.is_active:
@@ -216,7 +220,7 @@ def chain_append(*, chain: Chain, messages: Any) -> AppendResult:
                               status=409, extra={"active_chain_id": next(iter(active), None)})
         done = _check_pairing(_tail_of(locked), batch)
         rows = Message.objects.bulk_create(_build_rows(
-            locked, batch, _known_call_names(locked, batch), locked.agent.flow.model_name))
+            locked, batch, _known_call_names(locked, batch), locked.agent.flow.model_name), batch_size=500)
         locked.last_seq += len(rows)
         locked.tool_call_id_template = _id_template(locked, batch)
         Chain.objects.filter(pk=locked.pk).update(
@@ -261,5 +265,5 @@ def chain_import(*, owner, data: Any, fmt: str | None = None, title: str = "", m
         flow = flow_create(owner=owner, title=title or "Imported chain", model_name=model_name)
         agent = agent_create(flow=flow, agent_type=agent_type, profile=profile)
         chain = agent.chains.get(is_active=True)
-        chain_append(chain=chain, messages=messages)
+        _append(chain, _validate_batch(messages, MAX_IMPORT_MESSAGES))
     return chain

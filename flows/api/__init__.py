@@ -1,0 +1,1 @@
+"""The JSON API (DESIGN.md "Contracts"): flows, agents, chains, import/export and settings."""

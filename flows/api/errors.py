@@ -1,0 +1,103 @@
+"""JSON errors for the API: every failure is `{"error": code, "detail": ...}` with a 4xx status.
+
+`api_endpoint` wraps each view: it authenticates, checks the method, turns known exceptions (bad JSON, format
+and validation errors, oversized bodies, missing objects) into 4xx JSON, and turns anything unexpected into a
+JSON 500 rather than Django's HTML page.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from typing import Any, Callable
+
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from flows.services import AppendError
+from flows.settings_registry import SettingsError
+from summarizer.formats import FormatError
+
+from .auth import authenticate, csrf_failure
+
+__all__ = ["ApiError", "error_response", "api_endpoint", "read_json", "not_found"]
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, detail: Any, **extra: Any) -> None:
+        super().__init__(f"{status} {code}: {detail}")
+        self.status, self.code, self.detail, self.extra = status, code, detail, extra
+
+
+def error_response(status: int, code: str, detail: Any, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": code, "detail": detail, **extra}, status=status)
+
+
+def not_found(what: str = "object") -> ApiError:
+    return ApiError(404, "not_found", f"no such {what}")
+
+
+def read_json(request: HttpRequest) -> Any:
+    """The JSON body; 415 for another content type, 400 for malformed JSON, 413 when too big."""
+    ctype = request.content_type or ""
+    if ctype != "application/json":
+        raise ApiError(415, "unsupported_media_type", f"send application/json, got {ctype or 'nothing'}")
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise ApiError(413, "payload_too_large", "the request body is too large") from None
+    try:
+        return json.loads(raw.decode("utf-8") if raw else "")
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ApiError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
+
+
+def _known_error(exc: Exception) -> JsonResponse | None:
+    if isinstance(exc, ApiError):
+        return error_response(exc.status, exc.code, exc.detail, **exc.extra)
+    if isinstance(exc, AppendError):
+        extra = {"index": exc.index, "field": exc.field} if exc.index is not None else {}
+        return error_response(exc.status, exc.code, str(exc), **extra, **exc.extra)
+    if isinstance(exc, FormatError):
+        where = {k: v for k, v in (("line", exc.line), ("index", exc.index)) if v is not None}
+        return error_response(400, "invalid_format", str(exc), **where)
+    if isinstance(exc, SettingsError):
+        return error_response(400, "invalid_settings", exc.errors)
+    if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent)):
+        return error_response(413, "payload_too_large", "the request body is too large")
+    if isinstance(exc, (Http404, ObjectDoesNotExist)):
+        return error_response(404, "not_found", "no such object")
+    return None
+
+
+def api_endpoint(methods: dict[str, Callable[..., HttpResponse]]) -> Callable[..., HttpResponse]:
+    """One URL, one handler per HTTP method; auth, CSRF and error translation in one place."""
+
+    @csrf_exempt  # session requests get the CSRF check below; token requests are exempt by design
+    def view(request: HttpRequest, **kwargs: Any) -> HttpResponse:
+        handler = methods.get(request.method or "")
+        if handler is None:
+            resp = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+            resp["Allow"] = ", ".join(methods)
+            return resp
+        try:
+            user, by_session = authenticate(request)
+            if user is None:
+                return error_response(401, "unauthorized", "send 'Authorization: Bearer <token>' or log in")
+            if by_session and request.method not in ("GET", "HEAD", "OPTIONS"):
+                failure = csrf_failure(request)
+                if failure is not None:
+                    return error_response(403, "csrf_failed", failure)
+            request.user = user
+            return handler(request, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the API answers JSON whatever happens
+            known = _known_error(exc)
+            if known is not None:
+                return known
+            log.exception("API %s %s failed", request.method, request.path)
+            return error_response(500, "internal_error", "unexpected server error")
+
+    return view

@@ -1,0 +1,172 @@
+"""The API's OpenAPI 3.1 document, served at /api/openapi.json (public: it describes, it reveals no data)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+
+from flows.models import AGENT_TYPES
+from summarizer.formats import FORMATS
+
+__all__ = ["SCHEMA", "schema_view"]
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {400: "invalid input", 401: "not authenticated", 403: "forbidden", 404: "not found (or not yours)",
+            413: "payload too large", 415: "not JSON", 409: "chain segment archived"}
+    return {str(c): _json(_ref("Error"), text[c]) for c in codes}
+
+
+def _op(summary: str, ok: dict[str, Any], *, status: int = 200, body: dict[str, Any] | None = None,
+        errors: tuple[int, ...] = (401, 404), params: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "responses": {str(status): ok, **_errors(*errors)}}
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    if params:
+        op["parameters"] = params
+    return op
+
+
+def _path_id(name: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "integer"}}
+
+
+def _query(name: str, schema: dict[str, Any], description: str = "") -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+OBJ = {"type": "object"}
+MESSAGE = {
+    "type": "object", "required": ["role"], "additionalProperties": True,
+    "properties": {
+        "role": {"enum": ["system", "user", "assistant", "tool"]},
+        "content": {"type": ["string", "null", "array"]},
+        "tool_calls": {"type": "array", "items": {"type": "object", "properties": {
+            "id": {"type": "string"}, "type": {"const": "function"},
+            "function": {"type": "object", "properties": {"name": {"type": "string"},
+                                                          "arguments": {"type": "string"}}}}}},
+        "tool_call_id": {"type": "string"}, "name": {"type": "string"},
+        "reasoning": {"type": ["object", "null"]},
+    },
+}
+SCHEMAS: dict[str, Any] = {
+    "Error": {"type": "object", "required": ["error", "detail"], "properties": {
+        "error": {"type": "string"}, "detail": {}, "index": {"type": "integer"}, "field": {"type": "string"}}},
+    "Message": MESSAGE,
+    "StoredMessage": {"allOf": [_ref("Message"), {"type": "object", "properties": {
+        "seq": {"type": "integer"}, "byte_size": {"type": "integer"}, "token_count": {"type": ["integer", "null"]}}}]},
+    "Agent": {"type": "object", "properties": {
+        "id": {"type": "integer"}, "flow_id": {"type": "integer"}, "agent_type": {"enum": AGENT_TYPES},
+        "profile": {"enum": ["agent", "assistant"]}, "chain_id": {"type": ["integer", "null"]}}},
+    "Flow": {"type": "object", "properties": {
+        "id": {"type": "integer"}, "title": {"type": "string"}, "status": {"type": "string"},
+        "owner": {"type": "string"}, "model_name": {"type": "string"},
+        "agents": {"type": "array", "items": _ref("Agent")}}},
+    "Section": {"type": "object", "properties": {
+        "index": {"type": "integer"}, "size": {"type": "integer"}, "header": OBJ,
+        "pairs": {"type": "array", "items": {"type": "object", "properties": {
+            "kind": {"enum": ["completion", "request_response", "summarization"]}, "size": {"type": "integer"},
+            "summary": {"type": "boolean"}}}}}},
+    "Chain": {"type": "object", "required": ["id", "raw", "view", "sections", "stats"], "properties": {
+        "id": {"type": "integer"}, "raw": {"type": "array", "items": _ref("StoredMessage")},
+        "view": {"type": "array", "items": _ref("Message")}, "sections": {"type": "array", "items": _ref("Section")},
+        "stats": OBJ}},
+    "AppendRequest": {"type": "object", "required": ["messages"], "properties": {
+        "messages": {"type": "array", "items": _ref("Message"), "minItems": 1, "maxItems": 1000}}},
+    "AppendResult": {"type": "object", "properties": {
+        "appended": {"type": "integer"}, "last_seq": {"type": "integer"}, "turn_completed": {"type": "boolean"}}},
+    "SummaryEvent": {"type": "object", "properties": {
+        "id": {"type": "integer"}, "trigger": {"type": "string"}, "outcome": {"type": "string"}}},
+    "Settings": {"type": "object", "properties": {
+        "profile": {"type": "string"}, "flow_id": {"type": ["integer", "null"]}, "values": OBJ,
+        "fields": {"type": "array", "items": OBJ}, "scope": {"enum": ["defaults", "flow"]}}},
+    "ImportRequest": {"type": "object", "required": ["data"], "properties": {
+        "format": {"enum": list(FORMATS)}, "data": {"description": "messages (list/object) or file text"},
+        "title": {"type": "string"}, "agent_type": {"enum": AGENT_TYPES}, "profile": {"enum": ["agent", "assistant"]}}},
+    "ImportResult": {"type": "object", "properties": {
+        "flow_id": {"type": "integer"}, "agent_id": {"type": "integer"}, "chain_id": {"type": "integer"},
+        "messages": {"type": "integer"}}},
+}
+FLOW, CHAIN = [_path_id("flow_id")], [_path_id("chain_id")]
+PROFILE = [{"name": "profile", "in": "path", "required": True, "schema": {"enum": ["agent", "assistant"]}},
+           _query("flow", {"type": "integer"}, "a flow's own settings instead of the defaults")]
+PATHS: dict[str, Any] = {
+    "/api/flows": {
+        "get": _op("Flows you can see", _json({"type": "object", "properties": {
+            "flows": {"type": "array", "items": _ref("Flow")}}}), errors=(401,)),
+        "post": _op("Create a flow", _json(_ref("Flow"), "Created"), status=201, errors=(400, 401, 415),
+                    body={"type": "object", "required": ["title"], "properties": {
+                        "title": {"type": "string", "maxLength": 200}, "model_name": {"type": "string"}}}),
+    },
+    "/api/flows/{flow_id}": {"get": _op("A flow with its agents", _json(_ref("Flow")), params=FLOW)},
+    "/api/flows/{flow_id}/agents": {"post": _op(
+        "Add an agent (and its active chain)", _json(_ref("Agent"), "Created"), status=201, params=FLOW,
+        errors=(400, 401, 404, 415), body={"type": "object", "required": ["agent_type"], "properties": {
+            "agent_type": {"enum": AGENT_TYPES}, "profile": {"enum": ["agent", "assistant"]}}})},
+    "/api/flows/{flow_id}/export": {"get": _op(
+        "Export a chain of the flow", {"description": "the chain file", "content": {
+            "application/json": {"schema": {"type": "array"}}, "application/x-ndjson": {"schema": {"type": "string"}}}},
+        errors=(400, 401, 404), params=FLOW + [_query("format", {"enum": list(FORMATS)}),
+                                               _query("chain", {"type": "integer"})])},
+    "/api/chains/{chain_id}": {"get": _op("Raw chain, current view, its sections and stats", _json(_ref("Chain")),
+                                          params=CHAIN)},
+    "/api/chains/{chain_id}/messages": {
+        "post": _op("Append a batch of messages atomically", _json(_ref("AppendResult"), "Created"), status=201,
+                    body=_ref("AppendRequest"), params=CHAIN, errors=(400, 401, 404, 409, 413, 415)),
+        "get": _op("Raw messages after a seq (catch-up)", _json({"type": "object", "properties": {
+            "messages": {"type": "array", "items": _ref("StoredMessage")}, "last_seq": {"type": "integer"},
+            "has_more": {"type": "boolean"}}}), errors=(400, 401, 404), params=CHAIN + [
+            _query("after_seq", {"type": "integer", "minimum": 0}), _query("limit", {"type": "integer", "minimum": 1,
+                                                                                     "maximum": 1000})]),
+    },
+    "/api/chains/{chain_id}/events": {"get": _op("Summarization and compaction events", _json({
+        "type": "object", "properties": {"events": {"type": "array", "items": _ref("SummaryEvent")}}}),
+        params=CHAIN)},
+    "/api/chains/{chain_id}/compact": {"post": _op(
+        "Compact now (manual), with optional focus instructions", _json(_ref("SummaryEvent"), "Created"), status=201,
+        params=CHAIN, errors=(400, 401, 404, 415), body={"type": "object", "properties": {
+            "instructions": {"type": "string", "maxLength": 800}}})},
+    "/api/chains/{chain_id}/preview": {"post": _op(
+        "The view these settings would give (nothing saved)", _json(OBJ), params=CHAIN, errors=(400, 401, 404, 415),
+        body={"type": "object", "properties": {"settings": OBJ}})},
+    "/api/import": {"post": {**_op("Import a transcript as a new flow", _json(_ref("ImportResult"), "Created"),
+                                   status=201, errors=(400, 401, 413, 415)),
+                             "requestBody": {"required": True, "content": {
+                                 "application/json": {"schema": _ref("ImportRequest")},
+                                 "multipart/form-data": {"schema": {"type": "object", "required": ["file"],
+                                                                    "properties": {"file": {"type": "string",
+                                                                                            "contentMediaType": "application/octet-stream"},
+                                                                                   "format": {"enum": list(FORMATS)}}}}}}}},
+    "/api/settings/{profile}": {
+        "get": _op("Summarizer settings (defaults, or a flow's own)", _json(_ref("Settings")), params=PROFILE),
+        "put": _op("Change settings (defaults: staff only)", _json(_ref("Settings")), params=PROFILE,
+                   errors=(400, 401, 403, 404, 415), body={"type": "object", "properties": {"settings": OBJ}}),
+    },
+}
+SCHEMA: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "pentagi-web API", "version": "1.0",
+             "description": "Agents write their message chains; the dashboard summarizes and fits them. "
+                            "Errors are {\"error\": code, \"detail\": ...}. A trailing slash is optional."},
+    "paths": PATHS,
+    "components": {"schemas": SCHEMAS, "securitySchemes": {
+        "bearer": {"type": "http", "scheme": "bearer"},
+        "session": {"type": "apiKey", "in": "cookie", "name": "sessionid"}}},
+    "security": [{"bearer": []}, {"session": []}],
+}
+
+
+def schema_view(request: HttpRequest) -> JsonResponse:
+    if request.method not in ("GET", "HEAD"):
+        from .errors import error_response
+
+        return error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+    return JsonResponse(SCHEMA)

@@ -1,0 +1,102 @@
+"""/api/chains/{id}: read the chain (raw, view, sections, stats), append, catch up, events, compact, preview."""
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+
+from flows.models import Chain
+from flows.selectors import chain_events, chain_get_visible, chain_messages
+from flows.services import chain_append
+from flows.settings_registry import settings_for, settings_validate, settings_values
+
+from .errors import ApiError, not_found
+from .serializers import chain_json, event_json, message_json
+from .views_flows import json_object
+
+__all__ = ["chain_detail", "chain_messages_endpoint", "chain_events_endpoint", "chain_compact_endpoint",
+           "chain_preview_endpoint", "MAX_INSTRUCTIONS_CHARS"]
+
+MAX_INSTRUCTIONS_CHARS = 800
+DEFAULT_PAGE_MESSAGES = 500
+MAX_PAGE_MESSAGES = 1000
+
+
+def get_chain(request: HttpRequest, chain_id: str) -> Chain:
+    try:
+        return chain_get_visible(user=request.user, chain_id=int(chain_id))
+    except Chain.DoesNotExist:
+        raise not_found("chain") from None
+
+
+def _int_param(request: HttpRequest, name: str, default: int, *, lo: int, hi: int) -> int:
+    raw = request.GET.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, "invalid_parameter", f"'{name}' must be a whole number", field=name) from None
+    if not lo <= value <= hi:
+        raise ApiError(400, "invalid_parameter", f"'{name}' must be between {lo} and {hi}", field=name)
+    return value
+
+
+def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
+    return JsonResponse(chain_json(get_chain(request, chain_id)))
+
+
+def _append(request: HttpRequest, chain_id: str) -> JsonResponse:
+    chain = get_chain(request, chain_id)
+    body = json_object(request)
+    if "messages" not in body:
+        raise ApiError(400, "invalid_body", "send {\"messages\": [...]}")
+    result = chain_append(chain=chain, messages=body["messages"])
+    return JsonResponse({"appended": result.appended, "last_seq": result.last_seq,
+                         "turn_completed": result.turn_completed}, status=201)
+
+
+def _catch_up(request: HttpRequest, chain_id: str) -> JsonResponse:
+    chain = get_chain(request, chain_id)
+    after = _int_param(request, "after_seq", 0, lo=0, hi=2**31 - 1)
+    limit = _int_param(request, "limit", DEFAULT_PAGE_MESSAGES, lo=1, hi=MAX_PAGE_MESSAGES)
+    rows = list(chain_messages(chain=chain, after_seq=after, limit=limit + 1))
+    return JsonResponse({"chain_id": chain.pk, "last_seq": chain.last_seq, "has_more": len(rows) > limit,
+                         "messages": [message_json(r) for r in rows[:limit]]})
+
+
+def _events(request: HttpRequest, chain_id: str) -> JsonResponse:
+    chain = get_chain(request, chain_id)
+    return JsonResponse({"chain_id": chain.pk, "events": [event_json(e) for e in chain_events(chain=chain)]})
+
+
+def _compact(request: HttpRequest, chain_id: str) -> JsonResponse:
+    chain = get_chain(request, chain_id)
+    body = json_object(request) if request.body else {}
+    instructions = body.get("instructions") or ""
+    if not isinstance(instructions, str):
+        raise ApiError(400, "invalid_field", "'instructions' must be a string", field="instructions")
+    if len(instructions) > MAX_INSTRUCTIONS_CHARS:
+        raise ApiError(400, "invalid_field", f"'instructions' is longer than {MAX_INSTRUCTIONS_CHARS} characters",
+                       field="instructions")
+    from flows.services import views as view_services
+
+    event = view_services.chain_compact(chain_id=chain.pk, instructions=instructions.strip())
+    return JsonResponse(event_json(event), status=201)
+
+
+def _preview(request: HttpRequest, chain_id: str) -> JsonResponse:
+    chain = get_chain(request, chain_id)
+    body = json_object(request)
+    overrides = body.get("settings", {})
+    base = settings_for(profile=chain.agent.profile, flow=chain.agent.flow_id)
+    cleaned = settings_validate(overrides, base=base)
+    from flows.services import views as view_services
+
+    result = view_services.chain_preview(chain=chain, settings={**settings_values(base), **cleaned})
+    return JsonResponse(result)
+
+
+chain_detail = {"GET": _detail}
+chain_messages_endpoint = {"GET": _catch_up, "POST": _append}
+chain_events_endpoint = {"GET": _events}
+chain_compact_endpoint = {"POST": _compact}
+chain_preview_endpoint = {"POST": _preview}
