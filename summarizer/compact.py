@@ -1,0 +1,309 @@
+"""Fitting a view into the model's window before a call, and manual compaction (compaction.md §3, §5).
+
+Theory of operation. For a known window W and reserved output R (the model's max output capped at 20% of
+W; a given reserve is capped at W/2), a view that fits W - R is returned unchanged (fitting is idempotent).
+Otherwise, in this order, stopping as soon as it fits:
+  a. re-run the PentAGI chain summarizer with the strict "restore" profile (bytes, no window knowledge);
+  b. window cut: summarize everything before the cut into one rolling summary, keep ~keep_recent_tokens
+     (never more than W/2) verbatim (summarizer.window_cut);
+  c. truncate oversized tool results in the kept tail head + tail (summarizer.truncate);
+  d. still too big: raise ContextTooLarge with the sizes. Nothing loops.
+One shortcut (acceptance fact 8): when truncating oversized tool results alone makes the view fit, only c
+runs: no model call, and less is lost than by summarizing. `plan_fit` makes that decision visible.
+Every returned view goes through assert_valid_view. A failed or rejected summary never replaces history:
+the view reached before that step is returned with `.error` set (fail closed; `raise_for_error()` turns it
+into CompactionFailed for callers that prefer exceptions).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from summarizer.compaction_errors import CompactionFailed, ContextTooLarge
+from summarizer.compaction_prompt import resolve_instructions
+from summarizer.providers import with_compaction_provider
+from summarizer.summary_writer import SummaryOptions
+from summarizer.truncate import truncate_tool_results
+from summarizer.validate_view import assert_valid_view
+from summarizer.window_cut import CutResult, merge_lineage, window_cut
+
+__all__ = ["FitResult", "FitPlan", "fit_to_window", "compact_now", "plan_fit", "effective_reserve",
+           "overflow_compactor", "ContextTooLarge", "CompactionFailed", "DEFAULT_KEEP_RECENT_TOKENS",
+           "RESERVE_MAX_WINDOW_SHARE", "GIVEN_RESERVE_MAX_WINDOW_SHARE", "STEP_RESTORE", "STEP_WINDOW_CUT",
+           "STEP_TRUNCATE", "MANUAL_SUMMARY_BUDGET_TOKENS", "UNKNOWN_WINDOW_CHUNK_TOKENS"]
+
+Message = dict[str, Any]
+DEFAULT_KEEP_RECENT_TOKENS = 20_000
+RESERVE_MAX_WINDOW_SHARE = 0.2  # default reserve: the model's max output, at most 20% of the window
+GIVEN_RESERVE_MAX_WINDOW_SHARE = 0.5  # a configured reserve never leaves less than half the window (facts 6-7)
+STEP_RESTORE, STEP_WINDOW_CUT, STEP_TRUNCATE = "restore", "window_cut", "truncate"
+SUMMARY_MIN_BUDGET_TOKENS = 256
+SUMMARY_MAX_BUDGET_TOKENS = 8_000
+MANUAL_SUMMARY_BUDGET_TOKENS = 4_000
+UNKNOWN_WINDOW_CHUNK_TOKENS = 32_000  # per-call span for manual compaction when the window is unknown
+
+
+@dataclass
+class FitResult:
+    """The fitted view and how it was reached. `lineage[i]` lists the input indices output message i stands for."""
+
+    messages: list[Message]
+    tokens: int
+    compacted: bool = False
+    calls: int = 0
+    steps: list[str] = field(default_factory=list)
+    summary: str | None = None
+    covered: list[int] = field(default_factory=list)
+    lineage: list[list[int]] = field(default_factory=list)
+    tokens_before: int = 0
+    budget_tokens: int | None = None
+    reserve_tokens: int | None = None
+    error: str | None = None
+    audit: list[str] = field(default_factory=list)
+    truncated: list[int] = field(default_factory=list)  # output indices of truncated tool results
+    plan: str = "fits"
+
+    @property
+    def fits(self) -> bool:
+        return self.budget_tokens is None or self.tokens <= self.budget_tokens
+
+    def raise_for_error(self) -> FitResult:
+        if self.error:
+            raise CompactionFailed(self.error)
+        return self
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """What fitting would have to do (facts 4-9): fits | truncate_tool_results_only | compact_then_truncate |
+    compact_only."""
+
+    decision: str
+    tokens: int
+    budget_tokens: int
+    tokens_after_truncation: int
+
+    @property
+    def should_compact(self) -> bool:
+        return self.decision in ("compact_then_truncate", "compact_only")
+
+
+def _catalog_max_output(model: str | None) -> int | None:
+    if not model:
+        return None
+    from summarizer.catalog import lookup_model  # lazy: the catalog loads a data file
+    info = lookup_model(model)
+    return getattr(info, "max_output_tokens", None) if info else None
+
+
+def effective_reserve(window_tokens: int, reserve_tokens: int | None = None, model: str | None = None) -> int:
+    """Tokens kept free for the answer: given (at most half the window) or the model's max output (at most 20%)."""
+    if reserve_tokens is not None:
+        return min(max(int(reserve_tokens), 0), int(window_tokens * GIVEN_RESERVE_MAX_WINDOW_SHARE))
+    cap = int(window_tokens * RESERVE_MAX_WINDOW_SHARE)
+    max_output = _catalog_max_output(model)
+    return min(max_output, cap) if max_output else cap
+
+
+def _counter(model: str | None, tools: Sequence[dict[str, Any]] | None
+             ) -> tuple[Callable[[Sequence[Message]], int], Callable[[Message], int]]:
+    from summarizer.tokens import count_tokens, message_tokens  # lazy: tiktoken is loaded on first count
+    return (lambda msgs: count_tokens(list(msgs), model=model, tools=tools)), partial(message_tokens, model=model)
+
+
+def plan_fit(messages: Sequence[Message], *, window_tokens: int, reserve_tokens: int | None = None,
+             model: str | None = None, tools: Sequence[dict[str, Any]] | None = None) -> FitPlan:
+    """Decide, without any model call, what fitting `messages` needs."""
+    count, _ = _counter(model, tools)
+    budget = window_tokens - effective_reserve(window_tokens, reserve_tokens, model)
+    tokens = count(messages)
+    cut, changed = truncate_tool_results(messages, window_tokens=window_tokens)
+    after = count(cut) if changed else tokens
+    if tokens <= budget:
+        decision = "fits"
+    elif after <= budget:
+        decision = "truncate_tool_results_only"
+    else:
+        decision = "compact_then_truncate" if changed else "compact_only"
+    return FitPlan(decision=decision, tokens=tokens, budget_tokens=budget, tokens_after_truncation=after)
+
+
+def _check_inputs(messages: Any, window_tokens: Any) -> None:
+    if not isinstance(window_tokens, int) or isinstance(window_tokens, bool) or window_tokens <= 0:
+        raise ValueError(f"window_tokens must be a positive integer, got {window_tokens!r}")
+    assert_valid_view(messages)
+
+
+def _restore(view: list[Message], lineage: list[list[int]], summarize: Callable[[str], str], config: Any
+             ) -> tuple[list[Message], list[list[int]], int, str | None]:
+    from summarizer import SummarizerConfig, summarize_chain  # lazy: avoids a package import cycle
+    result = summarize_chain(view, config or SummarizerConfig.restore(), summarize)
+    if result.error:
+        return view, lineage, result.calls, f"restore profile failed: {result.error}"
+    try:
+        assert_valid_view(result.messages)
+    except ValueError as exc:  # a structurally bad summary never replaces the view
+        return view, lineage, result.calls, f"restore profile produced an invalid view: {exc}"
+    return result.messages, [merge_lineage([lineage[i] for i in lin]) for lin in result.lineage], result.calls, None
+
+
+class _Fit:
+    """Mutable state of one fit: the current view, its lineage and everything reported in the FitResult."""
+
+    def __init__(self, messages: Sequence[Message], count: Callable[[Sequence[Message]], int], budget: int,
+                 reserve: int) -> None:
+        self.view = list(messages)
+        self.lineage = [[i] for i in range(len(self.view))]
+        self.count = count
+        self.before = count(self.view)
+        self.result = FitResult(messages=self.view, tokens=self.before, tokens_before=self.before,
+                                budget_tokens=budget, reserve_tokens=reserve, lineage=self.lineage)
+
+    def fits(self, target: float) -> bool:
+        return self.count(self.view) <= target
+
+    def apply_cut(self, cut: CutResult) -> None:
+        self.result.calls += cut.calls
+        self.result.audit.extend(cut.audit)
+        if cut.error:
+            self.result.error = cut.error
+            return
+        if cut.changed:
+            self.view, self.lineage = cut.messages, cut.lineage
+            self.result.steps.append(STEP_WINDOW_CUT)
+            self.result.summary, self.result.covered = cut.summary, cut.covered
+
+    def truncate(self, window_tokens: int, start: int) -> None:
+        view, changed = truncate_tool_results(self.view, window_tokens=window_tokens, start=start)
+        if changed:
+            self.view = view
+            self.result.truncated = changed
+            self.result.steps.append(STEP_TRUNCATE)
+
+    def finish(self) -> FitResult:
+        assert_valid_view(self.view)
+        r = self.result
+        r.messages, r.lineage, r.tokens = self.view, self.lineage, self.count(self.view)
+        r.compacted = bool(r.steps)
+        return r
+
+
+def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize: Callable[[str], str],
+                  model: str | None = None, reserve_tokens: int | None = None,
+                  keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, config: Any = None,
+                  instructions: str | None = None, identifier_policy: str = "strict",
+                  identifier_instructions: str = "", previous_summary: str | None = None,
+                  tools: Sequence[dict[str, Any]] | None = None, force: bool = False,
+                  observed_tokens: int | None = None, provider: str | None = None) -> FitResult:
+    """Return a view of `messages` that fits `window_tokens` minus the reserve (see the module docstring).
+
+    `force` (overflow recovery) skips step a and compacts even when our count says the view fits;
+    `observed_tokens` (the size a provider reported) scales our budget by how much our count underestimates.
+    `provider` names a registered compaction provider tried before `summarize`.
+    Raises ContextTooLarge when the irreducible part cannot fit; ValueError/InvalidView for bad input.
+    """
+    _check_inputs(messages, window_tokens)
+    count, measure = _counter(model, tools)
+    reserve = effective_reserve(window_tokens, reserve_tokens, model)
+    budget = window_tokens - reserve
+    fit = _Fit(messages, count, budget, reserve)
+    target = budget * fit.before / observed_tokens if observed_tokens and observed_tokens > fit.before else budget
+    if fit.before <= target and not force:
+        return fit.finish()
+    plan = plan_fit(fit.view, window_tokens=window_tokens, reserve_tokens=reserve, model=model, tools=tools)
+    fit.result.plan = plan.decision
+    if plan.decision == "truncate_tool_results_only" and not force:
+        fit.truncate(window_tokens, start=0)
+        return fit.finish()
+    summarize = with_compaction_provider(provider, summarize)
+    if not force:
+        _step_restore(fit, summarize, config)
+        if fit.fits(target):
+            return fit.finish()
+    head = 1 if fit.view and fit.view[0].get("role") == "system" else 0
+    head_tokens = count(fit.view[:head])
+    keep = max(0, min(keep_recent_tokens, window_tokens // 2, int(target - head_tokens) // 2))
+    opts = SummaryOptions(instructions=resolve_instructions(instructions), identifier_policy=identifier_policy,
+                          identifier_instructions=identifier_instructions, chunk_tokens=max(window_tokens // 2, 1),
+                          summary_budget_tokens=_summary_budget(target - head_tokens - keep))
+    cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=summarize, opts=opts,
+                     measure=measure, previous_summary=previous_summary)
+    fit.apply_cut(cut)
+    if fit.result.error:
+        return fit.finish()  # fail closed: the view reached before the failed summary
+    if not fit.fits(target):
+        fit.truncate(window_tokens, start=cut.first_kept)
+    if not fit.fits(target):
+        _raise_too_large(fit, window_tokens, reserve, measure)
+    return fit.finish()
+
+
+def _step_restore(fit: _Fit, summarize: Callable[[str], str], config: Any) -> None:
+    view, lineage, calls, error = _restore(fit.view, fit.lineage, summarize, config)
+    fit.result.calls += calls
+    if error:
+        fit.result.audit.append(error)
+    elif view != fit.view:
+        fit.view, fit.lineage = view, lineage
+        fit.result.steps.append(STEP_RESTORE)
+
+
+def _summary_budget(available_tokens: float) -> int:
+    return int(min(max(available_tokens, SUMMARY_MIN_BUDGET_TOKENS), SUMMARY_MAX_BUDGET_TOKENS))
+
+
+def _irreducible_tokens(view: list[Message], measure: Callable[[Message], int]) -> int:
+    """System message plus the newest turn (from the last user message on): what no step may drop."""
+    last_user = max((i for i, m in enumerate(view) if m.get("role") == "user"), default=len(view))
+    system = measure(view[0]) if view and view[0].get("role") == "system" else 0
+    return system + sum(measure(m) for m in view[last_user:])
+
+
+def _raise_too_large(fit: _Fit, window_tokens: int, reserve: int, measure: Callable[[Message], int]) -> None:
+    error = ContextTooLarge(tokens=fit.count(fit.view), window_tokens=window_tokens, reserve_tokens=reserve,
+                            irreducible_tokens=_irreducible_tokens(fit.view, measure))
+    error.partial = fit.finish()  # type: ignore[attr-defined]  # the best view reached, for the event record
+    raise error
+
+
+def compact_now(messages: Sequence[Message], *, summarize: Callable[[str], str], instructions: str | None = None,
+                keep_recent_tokens: int | None = None, model: str | None = None, identifier_policy: str = "strict",
+                identifier_instructions: str = "", previous_summary: str | None = None,
+                default_instructions: str | None = None, window_tokens: int | None = None,
+                provider: str | None = None) -> FitResult:
+    """Manual compaction ("Compact now", §5). With `keep_recent_tokens` the recent tail stays verbatim; without
+    it (None or 0) this is a hard checkpoint: the view becomes the system message plus the summary, and later
+    messages are appended after it. Instructions: manual > `default_instructions` (config) > none, blank
+    skipped, 800 code points, wrapped as data (fact 38). Failures keep the old view (`.error`)."""
+    assert_valid_view(messages)
+    count, measure = _counter(model, None)
+    fit = _Fit(messages, count, budget=0, reserve=0)
+    fit.result.budget_tokens = fit.result.reserve_tokens = None
+    keep = int(keep_recent_tokens or 0)
+    if window_tokens:
+        keep = min(keep, window_tokens // 2)
+    opts = SummaryOptions(instructions=resolve_instructions(instructions, default_instructions),
+                          identifier_policy=identifier_policy, identifier_instructions=identifier_instructions,
+                          chunk_tokens=(window_tokens // 2) if window_tokens else UNKNOWN_WINDOW_CHUNK_TOKENS,
+                          summary_budget_tokens=MANUAL_SUMMARY_BUDGET_TOKENS)
+    cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=with_compaction_provider(
+        provider, summarize), opts=opts, measure=measure, previous_summary=previous_summary, hard=keep <= 0)
+    fit.apply_cut(cut)
+    return fit.finish()
+
+
+def overflow_compactor(*, window_tokens: int, summarize: Callable[[str], str], model: str | None = None,
+                       reserve_tokens: int | None = None, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+                       tools: Sequence[dict[str, Any]] | None = None, **options: Any
+                       ) -> Callable[..., FitResult]:
+    """A `compact` callable for overflow.call_with_overflow_recovery: a forced fit (steps b-c) whose kept tail
+    halves on every further attempt, so a retry is never the same compaction again."""
+
+    def compact(view: list[Message], *, attempt: int = 1, observed_tokens: int | None = None) -> FitResult:
+        return fit_to_window(view, window_tokens=window_tokens, summarize=summarize, model=model,
+                             reserve_tokens=reserve_tokens, keep_recent_tokens=keep_recent_tokens >> (attempt - 1),
+                             tools=tools, force=True, observed_tokens=observed_tokens, **options)
+
+    return compact

@@ -1,0 +1,88 @@
+"""Step b of the window fit: summarize everything before the cut, keep the recent tail verbatim (§3.2 b).
+
+The view before: [system?] [previous summary message?] older ... | kept tail. The view after:
+[system?] [ONE user summary message] kept tail. A previous summary message is not kept: its text is fed to
+the summarizer with the newly compacted messages and re-distilled into one rolling summary (never an
+ever-growing concatenation). When the kept tail starts with a user message, that message is carried inside
+the summary message as a second part (see compaction_prompt.summary_message) so the view stays strictly
+parseable. Lineage is tracked throughout: every output message lists the input indices it stands for.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from summarizer.compaction_prompt import parse_summary_message, summary_message
+from summarizer.cutpoints import CutPoint, find_cut_point
+from summarizer.summary_writer import SummaryOptions, write_summary
+
+__all__ = ["CutResult", "window_cut", "merge_lineage"]
+
+Message = dict[str, Any]
+
+
+@dataclass
+class CutResult:
+    messages: list[Message]
+    lineage: list[list[int]]
+    changed: bool = False
+    calls: int = 0
+    summary: str | None = None
+    covered: list[int] = field(default_factory=list)
+    error: str | None = None
+    audit: list[str] = field(default_factory=list)
+    cut: CutPoint | None = None
+    first_kept: int = 0  # index in the returned view of the first kept tail message
+
+
+def merge_lineage(parts: Sequence[Sequence[int]]) -> list[int]:
+    return sorted({i for part in parts for i in part})
+
+
+def _unwrap_previous(view: list[Message], lineage: list[list[int]], head: int
+                     ) -> tuple[list[Message], list[list[int]], str | None, list[int]]:
+    """Take a previous summary message out of the view: (view, lineage, its text, the lineage it covered)."""
+    if head >= len(view):
+        return view, lineage, None, []
+    text, kept_user = parse_summary_message(view[head])
+    if text is None:
+        return view, lineage, None, []
+    if kept_user is not None:  # the merged user stays as a plain user message; the summary's lineage goes with it
+        return view[:head] + [kept_user] + view[head + 1:], lineage, text, []
+    return view[:head] + view[head + 1:], lineage[:head] + lineage[head + 1:], text, list(lineage[head])
+
+
+def window_cut(view: Sequence[Message], lineage: Sequence[Sequence[int]], *, keep_recent_tokens: int,
+               summarize: Callable[[str], str], opts: SummaryOptions, measure: Callable[[Message], int],
+               previous_summary: str | None = None, hard: bool = False) -> CutResult:
+    """Compact `view` before its cut point (or all of it after the system message when `hard`)."""
+    head = 1 if view and view[0].get("role") == "system" else 0
+    work, lin, found, prior = _unwrap_previous(list(view), [list(x) for x in lineage], head)
+    previous = previous_summary if previous_summary and previous_summary.strip() else found
+    if hard:
+        cut = CutPoint(first_kept=len(work))
+    else:
+        cut = find_cut_point(work, keep_recent_tokens=keep_recent_tokens, start=head,
+                             tokens=[measure(m) for m in work])
+    span_end = cut.turn_start if cut.is_split_turn else cut.first_kept
+    span, prefix = work[head:span_end], work[span_end:cut.first_kept]
+    unchanged = CutResult(messages=list(view), lineage=[list(x) for x in lineage], cut=cut, first_kept=head)
+    if not span and not prefix and not (hard and previous):
+        return unchanged
+    outcome = write_summary(span, summarize=summarize, opts=opts, measure=measure, previous_summary=previous,
+                            prefix=prefix)
+    if outcome.error or outcome.text is None:
+        unchanged.calls, unchanged.error, unchanged.audit = outcome.calls, outcome.error, outcome.audit
+        return unchanged
+    covered = merge_lineage([prior, *lin[head:cut.first_kept]])
+    kept, kept_lin = work[cut.first_kept:], lin[cut.first_kept:]
+    if kept and kept[0].get("role") == "user":
+        message = summary_message(outcome.text, kept_user=kept[0])
+        message_lin = merge_lineage([covered, kept_lin[0]])
+        kept, kept_lin = kept[1:], kept_lin[1:]
+    else:
+        message, message_lin = summary_message(outcome.text), covered
+    return CutResult(messages=[*work[:head], message, *kept], lineage=[*lin[:head], message_lin, *kept_lin],
+                     changed=True, calls=outcome.calls, summary=outcome.text, covered=covered,
+                     audit=outcome.audit, cut=cut, first_kept=head + 1)
