@@ -137,17 +137,16 @@ class _EndpointSummarizer:
         self.cache = _cache_for(plan, purpose)
 
     def __call__(self, prompt: str) -> str:
-        text = cap_input(prompt)
         messages = [{"role": "system", "content": system_prompt_for(self.purpose)},
-                    {"role": "user", "content": text}]
-        hit = self.cache.get(text)
+                    {"role": "user", "content": cap_input(prompt)}]
+        hit = self.cache.get(prompt)  # keyed by the SHA-256 of the full prompt, as PentAGI does
         if hit is not None:
             first = self.plan.targets[0]
             record_call(provider=first.provider, model=first.model, messages=messages, event=self.event,
                         duration_ms=0, cached=True)
             return hit
         summary = self._call_targets(messages)
-        self.cache.put(text, summary)
+        self.cache.put(prompt, summary)
         return summary
 
     def _call_targets(self, messages: list[dict[str, Any]]) -> str:

@@ -1,0 +1,110 @@
+"""flows.providers: the env provider, window discovery from GET /models, and window precedence."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from flows.models import ModelWindow, ProviderConfig
+from flows.providers import (DEFAULT_OPENAI_BASE_URL, discover_window, model_window_for, provider_for,
+                             provider_from_env, split_model_ref)
+from flows.services import flow_create
+from summarizer.catalog import lookup_model
+
+from .llm_fakes import closed_port_url, fake_endpoint, llm_isolation, make_provider  # noqa: F401
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("llm_isolation")]
+
+LLAMA_SERVER_ENV = {"LLM_SERVER_URL": "http://127.0.0.1:8011/v1", "LLM_SERVER_KEY": "local-key-5678",
+                    "LLM_SERVER_MODEL": "gemma-3-270m"}
+
+
+@pytest.fixture
+def flow():
+    owner = get_user_model().objects.create_user("providers-owner", password="pw")
+    return flow_create(owner=owner, title="providers", model_name="gpt-4o")
+
+
+def test_no_endpoint_variables_create_no_provider():
+    assert provider_from_env({"UNRELATED": "1"}) is None
+    assert ProviderConfig.objects.count() == 0
+
+
+def test_the_llm_server_variables_create_the_default_env_provider():
+    provider = provider_from_env(LLAMA_SERVER_ENV)
+    assert (provider.name, provider.kind, provider.is_default) == ("env", "openai", True)
+    assert (provider.base_url, provider.api_key, provider.model) == (
+        "http://127.0.0.1:8011/v1", "local-key-5678", "gemma-3-270m")
+
+
+def test_an_openai_key_alone_points_at_openai_with_a_default_model():
+    provider = provider_from_env({"OPENAI_API_KEY": "sk-abc-123456789"})
+    assert (provider.base_url, provider.api_key) == (DEFAULT_OPENAI_BASE_URL, "sk-abc-123456789")
+    assert provider.model
+
+
+def test_a_later_environment_updates_the_row_but_keeps_admin_edited_fields():
+    provider = provider_from_env(LLAMA_SERVER_ENV)
+    ProviderConfig.objects.filter(pk=provider.pk).update(prompt_cost_per_mtok=1.5)
+    updated = provider_from_env({**LLAMA_SERVER_ENV, "LLM_SERVER_MODEL": "qwen2.5-7b"})
+    assert (updated.pk, updated.model, updated.prompt_cost_per_mtok) == (provider.pk, "qwen2.5-7b", 1.5)
+    assert ProviderConfig.objects.count() == 1
+
+
+def test_the_env_provider_does_not_take_the_default_from_an_admin_provider():
+    admin_default = make_provider("http://127.0.0.1:9/v1", name="admin-one")
+    provider_from_env(LLAMA_SERVER_ENV)
+    assert ProviderConfig.objects.get(is_default=True) == admin_default
+
+
+def test_the_environment_is_read_on_first_use(monkeypatch, flow):
+    for name, value in LLAMA_SERVER_ENV.items():
+        monkeypatch.setenv(name, value)
+    assert provider_for(flow=flow).name == "env"
+
+
+def test_a_context_size_from_the_environment_gives_the_model_a_window(flow):
+    provider_from_env({**LLAMA_SERVER_ENV, "LLM_SERVER_CONTEXT_TOKENS": "8192"})
+    assert model_window_for(model="gemma-3-270m") == (8192, None, "env")
+
+
+def test_a_provider_prefix_is_split_only_when_it_names_a_provider():
+    cheap = make_provider("http://127.0.0.1:9/v1", name="cheap")
+    assert split_model_ref("cheap/mini") == (cheap, "mini")
+    assert split_model_ref("meta-llama/llama-3-8b") == (None, "meta-llama/llama-3-8b")
+
+
+def test_a_window_reported_by_the_endpoint_is_discovered_and_stored(fake_endpoint):
+    fake_endpoint.models_payload = {"object": "list", "data": [{"id": "my-vllm-model", "max_model_len": 32768}]}
+    provider = make_provider(fake_endpoint.url)
+    info = discover_window(provider, "my-vllm-model")
+    assert info.context_window == 32768
+    row = ModelWindow.objects.get(model="my-vllm-model")
+    assert (row.context_window, row.source) == (32768, "discovered")
+    assert model_window_for(model="my-vllm-model")[::2] == (32768, "discovered")
+
+
+def test_discovery_never_overwrites_an_admin_override(fake_endpoint):
+    ModelWindow.objects.create(model="my-vllm-model", context_window=16384, source="admin")
+    fake_endpoint.models_payload = {"data": [{"id": "my-vllm-model", "context_length": 65536}]}
+    discover_window(make_provider(fake_endpoint.url), "my-vllm-model")
+    assert model_window_for(model="my-vllm-model") == (16384, None, "admin")
+
+
+def test_a_listing_without_a_window_like_llama_cpp_stores_nothing(fake_endpoint):
+    fake_endpoint.models_payload = {"object": "list", "data": [{"id": "gemma-3-270m", "object": "model",
+                                                                "owned_by": "me", "permissions": []}]}
+    assert discover_window(make_provider(fake_endpoint.url), "gemma-3-270m") is None
+    assert not ModelWindow.objects.exists()
+
+
+def test_an_unreachable_endpoint_discovers_nothing():
+    assert discover_window(make_provider(closed_port_url(), timeout_seconds=1), "any") is None
+
+
+def test_the_catalog_answers_when_there_is_no_row(flow):
+    info = lookup_model("gpt-4o")
+    assert model_window_for(flow=flow) == (info.context_window, info.max_output_tokens, "catalog")
+
+
+def test_an_unknown_model_has_an_unknown_window():
+    assert model_window_for(model="my-homebrew-model-xyz") == (None, None, "unknown")
