@@ -18,7 +18,7 @@ from .messages import chain_bytes, clone, utf8_len, validate_messages
 from .passes import Batch, PassContext, PassGen, run_passes
 from .toolcall_ids import detect_id_template, parse_id_template
 
-__all__ = ["SummarizeResult", "summarize_chain", "asummarize_chain", "MAX_CONCURRENT_SUMMARIES"]
+__all__ = ["SummarizeResult", "summarize_chain", "asummarize_chain", "drive_sync", "MAX_CONCURRENT_SUMMARIES"]
 
 MAX_CONCURRENT_SUMMARIES = 8  # threads per batch for a sync callable; batches are usually 1-3 prompts
 Message = dict[str, Any]
@@ -106,6 +106,19 @@ def _run_batch_sync(summarize: SyncSummarize, batch: Batch) -> list[Any]:
         return list(pool.map(lambda p: _call_sync(summarize, p), batch.prompts))
 
 
+def drive_sync(gen: PassGen, summarize: SyncSummarize,
+               on_batch: Callable[[Batch], None] | None = None) -> None:
+    """Run a pass generator to completion with a sync callable (exceptions of the pass propagate)."""
+    batch = next(gen, None)
+    while batch is not None:
+        if on_batch is not None:
+            on_batch(batch)
+        try:
+            batch = gen.send(_run_batch_sync(summarize, batch))
+        except StopIteration:
+            batch = None
+
+
 def summarize_chain(messages: list[Message], config: SummarizerConfig, summarize: SyncSummarize, *,
                     id_template: str | None = None, lineage_in: Sequence[Sequence[int]] | None = None,
                     rng: random.Random | None = None) -> SummarizeResult:
@@ -119,13 +132,7 @@ def summarize_chain(messages: list[Message], config: SummarizerConfig, summarize
         return run.success(ChainAST([]))
     try:
         ast, gen = run.start()
-        batch = next(gen, None)
-        while batch is not None:
-            run.count(batch)
-            try:
-                batch = gen.send(_run_batch_sync(summarize, batch))
-            except StopIteration:
-                batch = None
+        drive_sync(gen, summarize, on_batch=run.count)
     except Exception as exc:  # PentAGI semantics: keep the original chain, report why
         return run.failure(exc)
     return run.success(ast)
