@@ -12,6 +12,7 @@ from .config import SummarizerConfig
 from .handler import SummaryCache, cap_input, with_cap_and_cache
 from .messages import MessageError, validate_messages
 from .summarize import SummarizeResult, asummarize_chain, summarize_chain
+from .tokens import MissingEncoding, count_tokens, message_tokens
 
 __all__ = [
     # engine (chain AST, PentAGI passes)
@@ -19,4 +20,6 @@ __all__ = [
     "validate_messages", "check_invariants", "summarize_chain", "asummarize_chain", "SummarizeResult",
     "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "SUMMARIZATION_TOOL", "SUMMARY_PREFIX",
     "SummaryCache", "cap_input", "with_cap_and_cache",
+    # tokens (TOOLS helper)
+    "count_tokens", "message_tokens", "MissingEncoding",
 ]
