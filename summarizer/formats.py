@@ -229,8 +229,11 @@ def _pentagi_content_part(part: dict[str, Any], i: int) -> dict[str, Any]:
         _require(isinstance(part.get("image_url"), dict), "image_url part without 'image_url'", index=i)
         return {"type": "image_url", "image_url": dict(part["image_url"])}
     if kind == "binary":
-        _require(isinstance(part.get("binary"), dict), "binary part without 'binary'", index=i)
-        return {"type": "binary", "binary": dict(part["binary"])}
+        # Our format (like OpenAI's) has no binary part: the bytes travel as a data URL image part.
+        binary = part.get("binary")
+        _require(isinstance(binary, dict), "binary part without 'binary'", index=i)
+        return {"type": "image_url", "image_url": {
+            "url": f"data:{binary.get('mime_type', 'application/octet-stream')};base64,{binary.get('data', '')}"}}
     raise FormatError(f"unknown part type {kind!r}", index=i)
 
 
@@ -334,9 +337,9 @@ def _pi_content_part(block: dict[str, Any], i: int) -> dict[str, Any]:
         _require(isinstance(block.get("text"), str), "text block without text", line=i)
         return {"type": "text", "text": block["text"]}
     if kind == "image":
-        if block.get("url"):
-            return {"type": "image_url", "image_url": {"url": block["url"]}}
-        return {"type": "image_url", "image_url": {"url": f"data:{block.get('mimeType', '')};base64,{block.get('data', '')}"}}
+        url = block.get("url") or f"data:{block.get('mimeType', '')};base64,{block.get('data', '')}"
+        image = {"url": url, **({"detail": block["detail"]} if block.get("detail") is not None else {})}
+        return {"type": "image_url", "image_url": image}
     raise FormatError(f"unknown content block {kind!r}", line=i)
 
 
@@ -416,11 +419,15 @@ def _import_openclaw(doc: Any) -> list[dict[str, Any]]:
 
 def _pi_out_block(part: dict[str, Any]) -> dict[str, Any]:
     if part.get("type") == "image_url":
-        url = str((part.get("image_url") or {}).get("url", ""))
+        image = part.get("image_url") or {}
+        url = str(image.get("url", ""))
+        # pi images are base64 data; a remote URL (and OpenAI's detail) ride along as extra keys pi ignores
         if url.startswith("data:") and ";base64," in url:
             mime, data = url[5:].split(";base64,", 1)
-            return {"type": "image", "data": data, "mimeType": mime}
-        return {"type": "image", "url": url}
+            block = {"type": "image", "data": data, "mimeType": mime}
+        else:
+            block = {"type": "image", "url": url}
+        return {**block, **({"detail": image["detail"]} if image.get("detail") is not None else {})}
     return dict(part)
 
 
