@@ -78,6 +78,7 @@ class _Writer:
                  measure: Callable[[Message], int]) -> None:
         self.summarize, self.opts, self.measure = summarize, opts, measure
         self.calls = 0
+        self.partials: list[str] | None = None  # chunk summaries are reused by the retry; only the merge reruns
 
     def call(self, prompt: str) -> str:
         self.calls += 1
@@ -101,10 +102,11 @@ class _Writer:
         sizes = [self.measure(m) for m in span]
         if sum(sizes) <= self.opts.chunk_tokens:
             return self.call(self.prompt(span, previous, missing))
-        parts = -(-sum(sizes) // self.opts.chunk_tokens)
-        chunks = split_messages_by_token_share(span, parts, tokens=sizes)
-        partials = [self.call(self.prompt(chunk, None, ())) for chunk in chunks]
-        return self.call(self.prompt([], [p for p in [previous, *partials] if p], missing))
+        if self.partials is None:
+            parts = -(-sum(sizes) // self.opts.chunk_tokens)
+            chunks = split_messages_by_token_share(span, parts, tokens=sizes)
+            self.partials = [self.call(self.prompt(chunk, None, ())) for chunk in chunks]
+        return self.call(self.prompt([], [p for p in [previous, *self.partials] if p], missing))
 
     def prefix(self, prefix: Sequence[Message], missing: Sequence[str]) -> str:
         prompt = build_split_turn_prompt(prefix, instructions=self.opts.instructions,
