@@ -79,7 +79,8 @@ def _compact(request: HttpRequest, chain_id: str) -> JsonResponse:
                        field="instructions")
     from flows.services import views as view_services
 
-    event = view_services.chain_compact(chain_id=chain.pk, instructions=instructions.strip())
+    # The request only records the RUNNING event and queues the work: summarization never runs on the request.
+    event = view_services.chain_request_compaction(chain=chain, instructions=instructions.strip(), user=request.user)
     return JsonResponse(event_json(event), status=201)
 
 

@@ -1,0 +1,204 @@
+"""/api/chains/{id}: append batches, read raw/view/sections/stats, catch up by seq, events, compact, preview."""
+from __future__ import annotations
+
+import json
+from unittest import mock
+
+import pytest
+from django.test import override_settings
+
+from flows.models import ChainView, Message, SummaryEvent
+from flows.services import MAX_BATCH_MESSAGES
+
+from .conftest import call
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.flows.api_urls")]
+
+
+def post_messages(client, chain, messages, **extra):
+    return client.post(f"/api/chains/{chain.pk}/messages", {"messages": messages}, **extra)
+
+
+def test_appending_a_batch_stores_it_with_contiguous_seqs(api_client, make_chain, tool_round):
+    chain = make_chain()
+    resp = post_messages(api_client, chain, tool_round[:3])
+    assert resp.status_code == 201
+    assert resp.json() == {"appended": 3, "last_seq": 3, "turn_completed": False}
+    resp = post_messages(api_client, chain, tool_round[3:])
+    assert resp.json() == {"appended": 2, "last_seq": 5, "turn_completed": True}
+    rows = list(chain.messages.order_by("seq"))
+    assert [r.seq for r in rows] == [1, 2, 3, 4, 5]
+    assert [r.to_dict() for r in rows] == tool_round
+
+
+def test_the_chain_read_has_raw_view_sections_and_stats(api_client, make_chain, tool_round):
+    chain = make_chain(messages=tool_round)
+    body = api_client.get(f"/api/chains/{chain.pk}").json()
+    assert {"id", "raw", "view", "sections", "stats"} <= set(body)
+    assert [m["seq"] for m in body["raw"]] == [1, 2, 3, 4, 5]
+    assert body["view"] == tool_round  # no view yet: the model receives the raw chain
+    assert [p["kind"] for p in body["sections"][0]["pairs"]] == ["request_response", "completion"]
+    stats = body["stats"]
+    assert stats["last_seq"] == 5 and stats["view_version"] == 0 and stats["compactions"] == 0
+    assert stats["raw_bytes"] == sum(m["byte_size"] for m in body["raw"]) == stats["view_bytes"]
+    assert stats["raw_tokens"] > 0
+
+
+def test_the_chain_read_shows_the_newest_view_when_there_is_one(api_client, make_chain, tool_round):
+    chain = make_chain(messages=tool_round)
+    summary = [tool_round[0], tool_round[1], {"role": "assistant", "content": "**summarized content:**\nport 22"}]
+    ChainView.objects.create(chain=chain, version=1, messages=tool_round, raw_seq_to=5)
+    ChainView.objects.create(chain=chain, version=2, messages=summary, raw_seq_to=5, byte_size=10, token_count=7)
+    body = api_client.get(f"/api/chains/{chain.pk}").json()
+    assert body["view"] == summary
+    assert body["sections"][0]["pairs"][0]["summary"] is True
+    assert (body["stats"]["view_bytes"], body["stats"]["view_tokens"]) == (10, 7)
+
+
+def test_catch_up_returns_messages_after_a_seq_in_pages(api_client, make_chain, tool_round):
+    chain = make_chain(messages=tool_round)
+    body = api_client.get(f"/api/chains/{chain.pk}/messages?after_seq=2&limit=2").json()
+    assert [m["seq"] for m in body["messages"]] == [3, 4]
+    assert body["has_more"] is True and body["last_seq"] == 5
+    assert api_client.get(f"/api/chains/{chain.pk}/messages?after_seq=x").status_code == 400
+    assert api_client.get(f"/api/chains/{chain.pk}/messages?limit=0").status_code == 400
+
+
+def test_events_lists_the_chains_summary_events(api_client, make_chain, tool_round):
+    chain = make_chain(messages=tool_round)
+    SummaryEvent.objects.create(chain=chain, trigger="turn", outcome="ok", bytes_before=100, bytes_after=40)
+    events = api_client.get(f"/api/chains/{chain.pk}/events").json()["events"]
+    assert [(e["trigger"], e["bytes_before"], e["bytes_after"]) for e in events] == [("turn", 100, 40)]
+
+
+@pytest.mark.parametrize("messages, index, code", [
+    ([{"role": "wizard", "content": "x"}], 0, "invalid_message"),
+    ([{"role": "user", "content": "q"}, {"role": "user", "content": 5}], 1, "invalid_message"),
+    ([{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "call_x", "content": "r"}], 1,
+     "orphan_tool_result"),
+    ([{"role": "assistant", "content": "hi"}], 0, "invalid_order"),
+    ([{"role": "user", "content": "q"}, {"role": "system", "content": "late"}], 1, "invalid_order"),
+    ([{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": [call("call_1")]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "a"},
+      {"role": "tool", "tool_call_id": "call_1", "content": "again"}], 3, "orphan_tool_result"),
+])
+def test_a_bad_batch_is_rejected_whole_naming_the_message(api_client, make_chain, messages, index, code):
+    chain = make_chain()
+    resp = post_messages(api_client, chain, messages)
+    assert resp.status_code == 400
+    body = resp.json()
+    assert (body["error"], body["index"]) == (code, index)
+    assert f"message {index}" in body["detail"]
+    assert not Message.objects.exists()
+
+
+def test_a_tool_result_after_a_user_message_is_an_orphan_but_a_pending_call_is_fine(api_client, make_chain):
+    chain = make_chain(messages=[{"role": "user", "content": "q"},
+                                 {"role": "assistant", "content": None, "tool_calls": [call("call_1")]}])
+    assert post_messages(api_client, chain, [{"role": "user", "content": "stop, do this"}]).status_code == 201
+    resp = post_messages(api_client, chain, [{"role": "tool", "tool_call_id": "call_1", "content": "late"}])
+    assert resp.status_code == 400 and resp.json()["error"] == "orphan_tool_result"
+    assert chain.messages.count() == 3
+
+
+@pytest.mark.parametrize("body, ctype, status, code", [
+    ("{not json", "application/json", 400, "malformed_json"),
+    ('{"messages": []}', "application/json", 400, "invalid_batch"),
+    ('{"messages": {"role": "user"}}', "application/json", 400, "invalid_batch"),
+    ('{"msgs": []}', "application/json", 400, "invalid_body"),
+    ("[1, 2]", "application/json", 400, "invalid_body"),
+    ("role=user", "application/x-www-form-urlencoded", 415, "unsupported_media_type"),
+])
+def test_malformed_bodies_get_a_json_4xx(api_client, make_chain, body, ctype, status, code):
+    chain = make_chain()
+    resp = api_client.post(f"/api/chains/{chain.pk}/messages", body, content_type=ctype)
+    assert resp.status_code == status and resp["Content-Type"] == "application/json"
+    assert resp.json()["error"] == code
+
+
+def test_a_huge_message_is_a_413(api_client, make_chain):
+    chain = make_chain()
+    with mock.patch("flows.services.history.MAX_MESSAGE_BYTES", 1000):
+        resp = post_messages(api_client, chain, [{"role": "user", "content": "x" * 2000}])
+    assert resp.status_code == 413 and resp.json()["error"] == "message_too_large"
+    assert not Message.objects.exists()
+
+
+def test_too_many_messages_in_one_batch_is_a_413(api_client, make_chain):
+    chain = make_chain()
+    batch = [{"role": "user", "content": "q"}] * (MAX_BATCH_MESSAGES + 1)
+    resp = post_messages(api_client, chain, batch)
+    assert resp.status_code == 413 and resp.json()["error"] == "batch_too_large"
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=2000)
+def test_a_body_over_the_request_limit_is_a_413(api_client, make_chain):
+    chain = make_chain()
+    resp = post_messages(api_client, chain, [{"role": "user", "content": "x" * 5000}])
+    assert resp.status_code == 413 and resp.json()["error"] == "payload_too_large"
+
+
+def test_another_users_chain_is_a_404_for_every_endpoint(api_client, make_chain, other_user, tool_round):
+    theirs = make_chain(messages=tool_round, owner=other_user)
+    for path in ("", "/messages", "/events"):
+        assert api_client.get(f"/api/chains/{theirs.pk}{path}").status_code == 404
+    assert post_messages(api_client, theirs, tool_round).status_code == 404
+    assert api_client.post(f"/api/chains/{theirs.pk}/compact", {}).status_code == 404
+    assert api_client.post(f"/api/chains/{theirs.pk}/preview", {"settings": {}}).status_code == 404
+    assert theirs.messages.count() == 5
+
+
+def test_unknown_chain_ids_are_a_404(api_client):
+    assert api_client.get("/api/chains/999999").json()["error"] == "not_found"
+    assert api_client.get("/api/chains/99999999999999999999999").status_code == 404
+
+
+def test_a_committed_batch_broadcasts_and_a_completed_turn_queues_summarization(
+        api_client, make_chain, tool_round, django_capture_on_commit_callbacks):
+    chain = make_chain()
+    with mock.patch("flows.services.history.broadcast") as sent, \
+            mock.patch("flows.tasks.summarize_chain_task.delay") as queued:
+        with django_capture_on_commit_callbacks(execute=True):
+            post_messages(api_client, chain, tool_round[:3])
+        queued.assert_not_called()  # calls are pending: the turn is not over
+        with django_capture_on_commit_callbacks(execute=True):
+            post_messages(api_client, chain, tool_round[3:])
+    queued.assert_called_once_with(chain.pk)
+    event = sent.call_args_list[-1].args[1]
+    assert event["type"] == "message.appended" and event["last_seq"] == 5
+    assert [m["seq"] for m in event["messages"]] == [4, 5]
+
+
+def test_compact_validates_instructions_and_asks_the_pipeline(api_client, make_chain, tool_round):
+    chain = make_chain(messages=tool_round)
+    event = SummaryEvent.objects.create(chain=chain, trigger="manual", instructions="Focus on ports")
+    with mock.patch("flows.services.views.chain_request_compaction", return_value=event) as request:
+        resp = api_client.post(f"/api/chains/{chain.pk}/compact", {"instructions": " Focus on ports "})
+        too_long = api_client.post(f"/api/chains/{chain.pk}/compact", {"instructions": "x" * 801})
+        wrong_type = api_client.post(f"/api/chains/{chain.pk}/compact", {"instructions": ["x"]})
+    assert resp.status_code == 201 and resp.json()["id"] == event.pk
+    assert request.call_args.kwargs["instructions"] == "Focus on ports"
+    assert (too_long.status_code, wrong_type.status_code) == (400, 400)
+    assert request.call_count == 1
+
+
+def test_preview_validates_settings_and_passes_the_merged_values(api_client, make_chain, tool_round):
+    chain = make_chain(messages=tool_round)
+    with mock.patch("flows.services.views.chain_preview", return_value={"view": [], "stats": {}}) as preview:
+        resp = api_client.post(f"/api/chains/{chain.pk}/preview", {"settings": {"last_sec_bytes": 20000}})
+        bad = api_client.post(f"/api/chains/{chain.pk}/preview", {"settings": {"max_bp_bytes": 999999}})
+    assert resp.status_code == 200 and resp.json() == {"view": [], "stats": {}}
+    passed = preview.call_args.kwargs["settings"]
+    assert passed["last_sec_bytes"] == 20000 and passed["max_qa_sections"] == 10
+    assert bad.status_code == 400 and "max_bp_bytes" in bad.json()["detail"]
+    assert preview.call_count == 1
+
+
+def test_a_message_event_payload_stays_bounded_for_huge_batches(make_chain):
+    from flows.services.history import EVENT_MESSAGES_MAX_BYTES, _event_messages
+
+    chain = make_chain(messages=[{"role": "user", "content": "x" * 300_000},
+                                 {"role": "assistant", "content": "y" * 300_000}])
+    sent = _event_messages(list(chain.messages.order_by("seq")))
+    assert [m["seq"] for m in sent] == [1]
+    assert len(json.dumps(sent)) <= EVENT_MESSAGES_MAX_BYTES
