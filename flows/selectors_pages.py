@@ -1,0 +1,268 @@
+"""Read models for the server-rendered pages: the flows list, the flow page and the chain page.
+
+Everything here only reads. Pages must stay fast on 5,000-message chains, so the chain page loads one seq
+window of raw messages (never the whole chain), aggregates sizes in the database, and reads the view history
+with `.values()` (no message bodies).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum, TextField
+from django.db.models.functions import Cast
+from django.http import Http404
+
+from .models import Chain, ChainView, Flow, MemoryNote, Message, SummarizerSettings, SummaryEvent
+from .selectors import chains_visible_to, flows_visible_to
+
+__all__ = [
+    "PAGE_SIZE_MESSAGES", "SUMMARY_TOOL_NAME", "SUMMARY_PREFIX", "WindowInfo", "FlowRow", "RawFilters",
+    "window_for_model", "flows_list_rows", "flow_for_page", "flow_detail_context", "chain_for_page",
+    "chain_tool_names", "raw_page", "raw_page_count", "chain_totals", "view_for_chain", "events_for_chain",
+    "view_history", "raw_prefix_bytes", "message_text", "is_summary_message", "settings_row_for",
+]
+
+PAGE_SIZE_MESSAGES = 200
+SUMMARY_TOOL_NAME = "execute_task_and_return_summary"
+SUMMARY_PREFIX = "**summarized content:**\n"
+COMPACTION_SUMMARY_MARK = "<summary>"
+RESERVE_CAP_PERCENT = 20
+EVENTS_SHOWN = 100
+
+
+@dataclass(frozen=True)
+class WindowInfo:
+    """The model's context window as far as we know it; `window` is None when unknown."""
+
+    model: str
+    window: int | None
+    max_output: int | None
+    source: str  # "admin", "catalog" or "" when unknown
+
+    def reserve(self, configured: int | None = None) -> int:
+        """Tokens kept free for the answer: configured, else the model's max output capped at 20% of W."""
+        if configured is not None:
+            return configured
+        if not self.window:
+            return 0
+        cap = self.window * RESERVE_CAP_PERCENT // 100
+        return min(self.max_output or cap, cap)
+
+
+def window_for_model(model_name: str) -> WindowInfo:
+    """The window as the pipeline sees it: admin/env override, discovered, then the catalog; else unknown."""
+    from .providers import model_window_for
+
+    window, max_output, source = model_window_for(model=model_name) if model_name else (None, None, "unknown")
+    return WindowInfo(model_name, window, max_output, source if window else "")
+
+
+@dataclass
+class FlowRow:
+    flow: Flow
+    agents: int = 0
+    chains: int = 0
+    messages: int = 0
+    raw_bytes: int = 0
+    view_bytes: int = 0
+    view_tokens: int = 0
+    compactions: int = 0
+    last_activity: Any = None
+    window: WindowInfo | None = None
+
+    @property
+    def saved_percent(self) -> int:
+        if not self.raw_bytes or not self.view_bytes:
+            return 0
+        return max(0, round(100 * (self.raw_bytes - self.view_bytes) / self.raw_bytes))
+
+    @property
+    def window_percent(self) -> int | None:
+        if not self.window or not self.window.window:
+            return None
+        return min(100, round(100 * self.view_tokens / self.window.window))
+
+
+def _latest_view_subquery(column: str) -> Subquery:
+    latest = ChainView.objects.filter(chain=OuterRef("pk"), version=OuterRef("view_version"))
+    return Subquery(latest.values(column)[:1])
+
+
+def flows_list_rows(*, user) -> list[FlowRow]:
+    """One row per visible flow, with sizes summed over its active chains (four queries in all)."""
+    flows = list(flows_visible_to(user=user).select_related("owner").annotate(n_agents=Count("agents")))
+    rows = {f.pk: FlowRow(flow=f, agents=f.n_agents, last_activity=f.updated_at) for f in flows}
+    chains = (Chain.objects.filter(agent__flow_id__in=rows.keys(), is_active=True)
+              .annotate(v_bytes=_latest_view_subquery("byte_size"), v_tokens=_latest_view_subquery("token_count"))
+              .values("id", "agent__flow_id", "compactions", "updated_at", "v_bytes", "v_tokens"))
+    for c in chains:
+        row = rows[c["agent__flow_id"]]
+        row.chains += 1
+        row.compactions += c["compactions"]
+        row.view_bytes += c["v_bytes"] or 0
+        row.view_tokens += c["v_tokens"] or 0
+        row.last_activity = max(row.last_activity, c["updated_at"])
+    sizes = (Message.objects.filter(chain__agent__flow_id__in=rows.keys(), chain__is_active=True)
+             .values("chain__agent__flow_id").annotate(n=Count("id"), b=Sum("byte_size")))
+    for s in sizes:
+        row = rows[s["chain__agent__flow_id"]]
+        row.messages, row.raw_bytes = s["n"], s["b"] or 0
+    windows: dict[str, WindowInfo] = {}
+    for row in rows.values():
+        name = row.flow.model_name
+        row.window = windows.setdefault(name, window_for_model(name))
+    return list(rows.values())
+
+
+def flow_for_page(*, flow_id: int, user) -> Flow:
+    flow = flows_visible_to(user=user).select_related("owner").filter(pk=flow_id).first()
+    if flow is None:
+        raise Http404("no such flow")
+    return flow
+
+
+def flow_detail_context(*, flow: Flow) -> dict[str, Any]:
+    """Agents with their chains (sizes aggregated), memory notes, and the events timeline of the flow."""
+    chains = list(Chain.objects.filter(agent__flow=flow).select_related("agent")
+                  .annotate(n_messages=Count("messages"), raw_bytes=Sum("messages__byte_size"),
+                            v_bytes=_latest_view_subquery("byte_size"), v_tokens=_latest_view_subquery("token_count"))
+                  .order_by("agent_id", "id"))
+    agents: dict[int, dict[str, Any]] = {}
+    for agent in flow.agents.all():
+        agents[agent.pk] = {"agent": agent, "chains": []}
+    for chain in chains:
+        agents[chain.agent_id]["chains"].append(chain)
+    events = list(SummaryEvent.objects.filter(chain__agent__flow=flow).select_related("chain__agent")
+                  .order_by("-id")[:EVENTS_SHOWN])
+    notes = list(MemoryNote.objects.filter(flow=flow).order_by("-id")[:500])
+    return {"agents": list(agents.values()), "events": events, "notes": notes,
+            "window": window_for_model(flow.model_name)}
+
+
+def chain_for_page(*, chain_id: int, user) -> Chain:
+    chain = chains_visible_to(user=user).select_related("agent__flow__owner").filter(pk=chain_id).first()
+    if chain is None:
+        raise Http404("no such chain")
+    return chain
+
+
+@dataclass(frozen=True)
+class RawFilters:
+    role: str = ""
+    tool: str = ""
+    q: str = ""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.role or self.tool or self.q)
+
+
+def chain_tool_names(*, chain: Chain) -> dict[str, str]:
+    """tool_call_id -> function name, from the assistant messages' tool calls (tool rows often lack `name`)."""
+    names: dict[str, str] = {}
+    rows = (Message.objects.filter(chain=chain, role="assistant", tool_calls__isnull=False)
+            .values_list("tool_calls", flat=True))
+    for calls in rows:
+        for call in calls or []:
+            if isinstance(call, dict) and call.get("id"):
+                names[call["id"]] = ((call.get("function") or {}).get("name") or "")
+    return names
+
+
+def _filtered(chain: Chain, filters: RawFilters, tool_names: dict[str, str]):
+    qs = Message.objects.filter(chain=chain)
+    if filters.role:
+        qs = qs.filter(role=filters.role)
+    if filters.tool:
+        ids = [cid for cid, name in tool_names.items() if name == filters.tool]
+        qs = qs.filter(Q(tool_call_id__in=ids) | Q(name=filters.tool, role="tool")
+                       | Q(role="assistant", tool_calls__icontains=f'"{filters.tool}"'))
+    if filters.q:
+        qs = qs.annotate(_text=Cast("content", TextField()), _calls=Cast("tool_calls", TextField()))
+        qs = qs.filter(Q(_text__icontains=filters.q) | Q(_calls__icontains=filters.q))
+    return qs
+
+
+def raw_page_count(*, chain: Chain, filters: RawFilters, tool_names: dict[str, str]) -> int:
+    """Pages of at most PAGE_SIZE_MESSAGES; unfiltered pages are seq windows, so they never shift."""
+    total = chain.last_seq if not filters.active else _filtered(chain, filters, tool_names).count()
+    return max(1, -(-total // PAGE_SIZE_MESSAGES))
+
+
+def raw_page(*, chain: Chain, filters: RawFilters, tool_names: dict[str, str], page: int) -> list[Message]:
+    """The raw messages of one page, oldest first."""
+    if not filters.active:
+        lo = (page - 1) * PAGE_SIZE_MESSAGES + 1
+        return list(Message.objects.filter(chain=chain, seq__gte=lo, seq__lt=lo + PAGE_SIZE_MESSAGES).order_by("seq"))
+    qs = _filtered(chain, filters, tool_names).order_by("seq")
+    start = (page - 1) * PAGE_SIZE_MESSAGES
+    return list(qs[start:start + PAGE_SIZE_MESSAGES])
+
+
+def chain_totals(*, chain: Chain) -> dict[str, int]:
+    agg = Message.objects.filter(chain=chain).aggregate(n=Count("id"), b=Sum("byte_size"), t=Sum("token_count"))
+    return {"messages": agg["n"] or 0, "bytes": agg["b"] or 0, "tokens": agg["t"] or 0}
+
+
+def view_for_chain(*, chain: Chain) -> ChainView | None:
+    """The newest view (the one the model receives next)."""
+    return (ChainView.objects.filter(chain=chain).prefetch_related("sections").order_by("-version").first())
+
+
+def events_for_chain(*, chain: Chain) -> list[SummaryEvent]:
+    return list(SummaryEvent.objects.filter(chain=chain).order_by("-id")[:EVENTS_SHOWN])
+
+
+def view_history(*, chain: Chain) -> dict[str, list[dict[str, Any]]]:
+    """Sizes of every view version and every finished event, without loading message bodies."""
+    views = list(ChainView.objects.filter(chain=chain).order_by("version")
+                 .values("version", "raw_seq_to", "byte_size", "token_count"))
+    events = list(SummaryEvent.objects.filter(chain=chain, outcome="ok").order_by("id")
+                  .values("id", "raw_seq_to", "bytes_before", "bytes_after", "tokens_before", "tokens_after",
+                          "trigger"))
+    return {"views": views, "events": events}
+
+
+def raw_prefix_bytes(*, chain: Chain) -> list[int]:
+    """prefix[k] = raw bytes of seqs 1..k (prefix[0] = 0), from one narrow query."""
+    sizes = Message.objects.filter(chain=chain).order_by("seq").values_list("byte_size", flat=True)
+    prefix = [0]
+    for size in sizes:
+        prefix.append(prefix[-1] + size)
+    return prefix
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """Plain text of a message for display: its content parts, then its tool calls as `name(arguments)`."""
+    content = message.get("content")
+    parts: list[str] = []
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict):
+                parts.append(str(part.get("text") or (part.get("image_url") or {}).get("url") or ""))
+    for call in message.get("tool_calls") or []:
+        fn = (call or {}).get("function") or {}
+        parts.append(f"→ {fn.get('name', '?')}({fn.get('arguments', '')})")
+    return "\n".join(p for p in parts if p)
+
+
+def is_summary_message(message: dict[str, Any], raw_seqs: list[int]) -> bool:
+    """A summary pair, a prefixed completion, a compaction summary, or anything standing for several raws."""
+    if len(raw_seqs) != 1:
+        return True
+    if message.get("name") == SUMMARY_TOOL_NAME:
+        return True
+    if any(((c or {}).get("function") or {}).get("name") == SUMMARY_TOOL_NAME for c in message.get("tool_calls") or []):
+        return True
+    text = message_text(message)
+    return text.startswith(SUMMARY_PREFIX) or (message.get("role") == "user" and COMPACTION_SUMMARY_MARK in text)
+
+
+def settings_row_for(*, profile: str, flow: Flow | None) -> SummarizerSettings | None:
+    """The row that applies (flow override, else the profile default) without creating anything."""
+    qs = SummarizerSettings.objects.filter(profile=profile)
+    row = qs.filter(flow=flow).first() if flow is not None else None
+    return row or qs.filter(flow__isnull=True).first()

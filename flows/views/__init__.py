@@ -1,0 +1,1 @@
+"""Server-rendered pages, one module per page; `urls.py` wires them. Views only translate in and out."""

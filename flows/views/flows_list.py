@@ -1,0 +1,18 @@
+"""`/`: every visible flow with its size, window use and compactions."""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from ..selectors_pages import flows_list_rows
+
+__all__ = ["flows_list_page"]
+
+
+@login_required
+@require_GET
+def flows_list_page(request: HttpRequest) -> HttpResponse:
+    rows = flows_list_rows(user=request.user)
+    return render(request, "flows/flows_list.html", {"rows": rows, "nav": "flows"})

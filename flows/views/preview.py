@@ -1,0 +1,46 @@
+"""The settings page's preview: the pipeline's `chain_preview` shaped for the template (nothing is saved)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from ..models import ChainView
+from ..selectors_pages import chain_for_page, chain_tool_names, view_for_chain
+from ..settings_registry import SettingsError
+from .chain_layout import view_rows
+
+__all__ = ["preview_context"]
+
+
+def _rows(messages: list[dict[str, Any]], lineage: list[list[int]], tool_names: dict[str, str], model: str):
+    unsaved = ChainView(messages=messages, lineage=lineage)  # never saved: only carries data to the renderer
+    return view_rows(unsaved, tool_names, model=model)
+
+
+def preview_context(request: HttpRequest, *, chain_id: int | None, settings: dict[str, Any]) -> dict[str, Any]:
+    """Current view vs the view `settings` would give on the chain, with savings, calls and identifier retention."""
+    if chain_id is None:
+        return {"error": "Choose a chain to preview on."}
+    chain = chain_for_page(chain_id=chain_id, user=request.user)
+    from ..services.views import chain_preview
+
+    try:
+        result = chain_preview(chain=chain, settings=settings)
+    except SettingsError as exc:
+        return {"chain": chain, "error": "; ".join(f"{k}: {v}" for k, v in exc.errors.items())}
+    model = chain.agent.flow.model_name
+    names = chain_tool_names(chain=chain)
+    current = view_for_chain(chain=chain)
+    stats = result.get("stats", {})
+    cur = result.get("current", {})
+    retention = stats.get("identifier_retention")
+    return {
+        "chain": chain, "error": result.get("error") or "", "stats": stats, "current": cur,
+        "window": result.get("window", {}),
+        "retention_pct": None if retention is None else round(100 * retention, 1),
+        "delta_bytes": stats.get("bytes_after", 0) - cur.get("bytes", 0),
+        "delta_tokens": stats.get("tokens_after", 0) - cur.get("tokens", 0),
+        "preview_rows": _rows(result.get("view", []), result.get("lineage", []), names, model),
+        "current_rows": _rows(current.messages, current.lineage, names, model) if current else [],
+    }

@@ -1,0 +1,146 @@
+"""`/settings/`: every summarizer setting per profile and per flow, save, `.env` export, preview on a chain.
+
+Scope comes from GET/POST parameters: `profile` (agent | assistant) and `flow` (empty = the profile's
+defaults, which only staff may change; a flow of yours = an override for that flow). "Preview" validates the
+form and asks the pipeline what view those values would give on a chosen chain; nothing is saved.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from ..models import Chain, Flow, Profile, SummarizerSettings
+from ..selectors import chains_visible_to, flows_visible_to
+from ..selectors_pages import flow_for_page
+from ..services import settings_override_for, settings_update
+from ..settings_registry import (
+    SETTINGS_FIELDS, SettingsError, defaults_for, settings_env_export, settings_for, settings_validate,
+    settings_values, settings_warnings,
+)
+from .preview import preview_context
+
+__all__ = ["settings_page", "settings_export", "form_data"]
+
+PREVIEW_CHAIN_CHOICES = 50
+GROUP_TITLES = {"summarizer": "Chain summarizer (PentAGI, sizes in bytes)",
+                "compaction": "Compaction: fitting the model's window (tokens)"}
+
+
+def _scope(request: HttpRequest, params: Mapping[str, str]) -> tuple[str, Flow | None]:
+    profile = params.get("profile", Profile.AGENT)
+    profile = profile if profile in Profile.values else Profile.AGENT
+    raw_flow = params.get("flow", "")
+    flow = flow_for_page(flow_id=int(raw_flow), user=request.user) if raw_flow.isdigit() else None
+    return profile, flow
+
+
+def form_data(post: Mapping[str, Any], profile: str) -> dict[str, Any]:
+    """Setting values from a submitted form: every editable field is on the form, so a missing checkbox = off."""
+    data: dict[str, Any] = {}
+    for spec in SETTINGS_FIELDS:
+        if not spec.editable(profile):
+            continue
+        if spec.kind == "bool":
+            data[spec.name] = post.get(spec.name) in ("on", "true", "1")
+        elif spec.name in post:
+            data[spec.name] = post.get(spec.name)
+    return data
+
+
+def _fields(profile: str, values: Mapping[str, Any], errors: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+    defaults = defaults_for(profile)
+    warnings = settings_warnings(values)
+    groups: dict[str, list[dict[str, Any]]] = {g: [] for g in GROUP_TITLES}
+    for spec in SETTINGS_FIELDS:
+        value = values.get(spec.name)
+        groups.setdefault(spec.group, []).append({
+            "name": spec.name, "env": spec.env[profile] or "", "kind": spec.kind, "unit": spec.unit,
+            "help": spec.help, "default": defaults[spec.name], "value": "" if value is None else value,
+            "choices": spec.choices, "editable": spec.editable(profile), "bounds": spec.bounds,
+            "changed": value != defaults[spec.name], "error": errors.get(spec.name, ""),
+            "warning": warnings.get(spec.name, ""),
+        })
+    return {GROUP_TITLES.get(g, g): rows for g, rows in groups.items()}
+
+
+def _preview_chains(request: HttpRequest, flow: Flow | None) -> list[Chain]:
+    qs = chains_visible_to(user=request.user).filter(is_active=True).select_related("agent__flow")
+    if flow is not None:
+        qs = qs.filter(agent__flow=flow)
+    return list(qs.order_by("-updated_at")[:PREVIEW_CHAIN_CHOICES])
+
+
+def _render(request: HttpRequest, *, profile: str, flow: Flow | None, values: Mapping[str, Any],
+            errors: Mapping[str, str] | None = None, preview: dict[str, Any] | None = None,
+            chain_id: int | None = None, status: int = 200) -> HttpResponse:
+    row = settings_for(profile=profile, flow=flow)
+    chains = _preview_chains(request, flow)
+    context = {
+        "nav": "settings", "profile": profile, "profiles": Profile.values, "flow": flow,
+        "flows": list(flows_visible_to(user=request.user).order_by("-updated_at")[:200]),
+        "groups": _fields(profile, values, errors or {}), "errors": errors or {},
+        "has_override": row.flow_id is not None and flow is not None,
+        "can_save": flow is not None or request.user.is_staff, "chains": chains,
+        "chain_id": chain_id or (chains[0].pk if chains else None), "preview": preview,
+        "history": list(row.changes.select_related("user")[:10]),
+    }
+    return render(request, "flows/settings.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def settings_page(request: HttpRequest) -> HttpResponse:
+    params = request.POST if request.method == "POST" else request.GET
+    profile, flow = _scope(request, params)
+    chain_raw = params.get("chain", "")
+    chain_id = int(chain_raw) if chain_raw.isdigit() else None
+    row = settings_for(profile=profile, flow=flow)
+    if request.method == "GET":
+        return _render(request, profile=profile, flow=flow, values=settings_values(row), chain_id=chain_id)
+    data = form_data(request.POST, profile)
+    posted = {**settings_values(row), **data}
+    try:
+        cleaned = settings_validate(data, base=row, profile=profile)
+    except SettingsError as exc:
+        return _render(request, profile=profile, flow=flow, values=posted, errors=exc.errors, chain_id=chain_id,
+                       status=400)
+    if request.POST.get("action") == "preview":
+        preview = preview_context(request, chain_id=chain_id, settings={**settings_values(row), **cleaned})
+        return _render(request, profile=profile, flow=flow, values=posted, preview=preview, chain_id=chain_id,
+                       status=400 if preview.get("error") else 200)
+    return _save(request, profile=profile, flow=flow, data=cleaned, chain_id=chain_id)
+
+
+def _save(request: HttpRequest, *, profile: str, flow: Flow | None, data: dict[str, Any],
+          chain_id: int | None) -> HttpResponse:
+    if flow is None and not request.user.is_staff:
+        return HttpResponseForbidden("Only staff can change the defaults; choose one of your flows to override them.")
+    with transaction.atomic():  # the override and its values are written together or not at all
+        row = settings_override_for(flow=flow, profile=profile, user=request.user) if flow else \
+            settings_for(profile=profile)
+        change = settings_update(row=row, data=data, user=request.user, source="page")
+    if change is None:
+        messages.info(request, "Nothing changed.")
+    else:
+        messages.success(request, f"Saved {len(change.changes)} setting(s); they apply from the next agent turn.")
+    query = f"?profile={profile}" + (f"&flow={flow.pk}" if flow else "") + (f"&chain={chain_id}" if chain_id else "")
+    return redirect(reverse("settings") + query)
+
+
+@login_required
+@require_GET
+def settings_export(request: HttpRequest) -> HttpResponse:
+    """The scope's settings as a PentAGI `.env` file."""
+    profile, flow = _scope(request, request.GET)
+    row: SummarizerSettings = settings_for(profile=profile, flow=flow)
+    response = HttpResponse(settings_env_export(row), content_type="text/plain; charset=utf-8")
+    name = f"pentagi-{profile}" + (f"-flow{flow.pk}" if flow else "") + ".env"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

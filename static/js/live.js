@@ -1,0 +1,284 @@
+// Live updates for the chain page: one WebSocket, new raw messages appended as they arrive, the
+// server-rendered view panel swapped in when a summarization lands, compaction notices, and a reconnect
+// that catches up by seq (nothing missed, nothing twice). The page works without this file.
+//
+// Agent text is hostile: rows are built with createElement + textContent only, and the view panel is
+// HTML that Django already escaped, parsed with DOMParser and imported node by node (no innerHTML).
+
+const PREVIEW_CHARS = 240;
+const BACKOFF_MS = [1000, 2000, 4000, 8000, 15000];
+const NOTICE_LIMIT = 4;
+const CATCH_UP_MAX_ROUNDS = 50;
+
+const state = { ws: null, attempt: 0, lastSeq: 0, toolNames: new Map(), refreshing: false, refreshAgain: false,
+  catchingUp: false, catchUpAgain: false, selected: null, stats: { live: 0, caughtUp: 0, swaps: 0, reconnects: 0 } };
+
+const root = () => document.getElementById("chain-live");
+
+function kb(n) {
+  if (Math.abs(n) < 1024) return `${n} B`;
+  if (Math.abs(n) < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1048576).toFixed(1)} MB`;
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function messageText(m) {
+  const parts = [];
+  if (typeof m.content === "string") parts.push(m.content);
+  else if (Array.isArray(m.content)) {
+    for (const p of m.content) if (p && typeof p === "object") parts.push(String(p.text || (p.image_url && p.image_url.url) || ""));
+  }
+  for (const c of m.tool_calls || []) {
+    const fn = (c && c.function) || {};
+    parts.push(`→ ${fn.name || "?"}(${fn.arguments || ""})`);
+  }
+  return parts.filter(Boolean).join("\n");
+}
+
+function toolName(m) {
+  if (m.role === "tool") return m.name || state.toolNames.get(m.tool_call_id) || "";
+  return (m.tool_calls || []).map((c) => ((c && c.function) || {}).name || "?").join(", ");
+}
+
+function learnTools(m) {
+  for (const c of m.tool_calls || []) if (c && c.id) state.toolNames.set(c.id, ((c.function || {}).name) || "");
+}
+
+// One raw row, the same shape as templates/flows/partials/raw_message.html.
+function rawRow(m) {
+  const li = el("li", `msg role-${m.role} is-new`);
+  li.id = `m-${m.seq}`;
+  li.dataset.seq = String(m.seq);
+  const meta = el("div", "msg-meta");
+  meta.append(el("span", "seq", `#${m.seq}`), " ", el("span", "role", m.role));
+  const tool = toolName(m);
+  if (tool) meta.append(" ", el("span", "tool", tool));
+  const tokens = m.token_count === null || m.token_count === undefined ? "" : ` · ${m.token_count} tok`;
+  meta.append(el("span", "size", kb(m.byte_size || 0) + tokens));
+  li.append(meta);
+  const text = messageText(m);
+  if (text.length > PREVIEW_CHARS) {
+    const details = el("details", "msg-body");
+    details.append(el("summary", "", text.slice(0, PREVIEW_CHARS).trimEnd() + " …"), el("pre", "", text));
+    li.append(details);
+  } else if (text) {
+    li.append(el("pre", "msg-body", text));
+  }
+  return li;
+}
+
+function appendMessages(messages) {
+  const r = root();
+  if (!r) return;
+  const live = r.dataset.liveAppend === "1";
+  const band = document.getElementById("pending-band");
+  const list = document.getElementById("pending-list");
+  let added = 0;
+  for (const m of messages.slice().sort((a, b) => a.seq - b.seq)) {
+    learnTools(m);
+    if (m.seq <= state.lastSeq) continue; // already shown (dedupe by seq)
+    if (m.seq !== state.lastSeq + 1) { catchUp(); return; } // a gap: ask the server for what we missed
+    state.lastSeq = m.seq;
+    if (live && list && !document.getElementById(`m-${m.seq}`)) {
+      list.append(rawRow(m));
+      added += 1;
+    }
+  }
+  if (added && band) band.hidden = false;
+  if (!live && messages.length) notice(`New messages up to #${state.lastSeq}: open the newest page to see them.`);
+}
+
+async function fetchJSON(url) {
+  const res = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  if (!res.ok) throw new Error(`${res.status} ${url}`);
+  return res.json();
+}
+
+// Ask for everything after the last seq we hold, page by page, until the server has nothing newer.
+async function catchUp() {
+  if (state.catchingUp) { state.catchUpAgain = true; return; }
+  const r = root();
+  if (!r) return;
+  state.catchingUp = true;
+  try {
+    for (let round = 0; round < CATCH_UP_MAX_ROUNDS; round += 1) {
+      const data = await fetchJSON(`${r.dataset.messagesUrl}?after_seq=${state.lastSeq}`);
+      const messages = Array.isArray(data) ? data : data.messages || [];
+      if (!messages.length) break;
+      const before = state.lastSeq;
+      appendMessages(messages.filter((m) => m.seq > state.lastSeq));
+      state.stats.caughtUp += state.lastSeq - before;
+      if (state.lastSeq === before) break;
+    }
+  } catch (err) {
+    console.warn("catch-up failed", err);
+  } finally {
+    state.catchingUp = false;
+    if (state.catchUpAgain) { state.catchUpAgain = false; catchUp(); }
+  }
+}
+
+function rememberOpen(r) {
+  return new Set([...r.querySelectorAll("details[open]")].map((d) => d.closest("[id]") && d.closest("[id]").id));
+}
+
+// Swap in the server-rendered panel (escaped by Django). Nodes are imported, never assigned as HTML strings.
+async function refreshPanel() {
+  if (state.refreshing) { state.refreshAgain = true; return; }
+  const r = root();
+  if (!r) return;
+  state.refreshing = true;
+  try {
+    const res = await fetch(r.dataset.panelUrl, { credentials: "same-origin" });
+    if (!res.ok) throw new Error(`${res.status}`);
+    const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+    const fresh = doc.getElementById("chain-live");
+    if (!fresh) throw new Error("panel without #chain-live");
+    const open = rememberOpen(r);
+    const y = window.scrollY;
+    const node = document.importNode(fresh, true);
+    r.replaceWith(node);
+    for (const id of open) { const host = id && document.getElementById(id); const d = host && host.querySelector("details"); if (d) d.open = true; }
+    window.scrollTo(0, y);
+    state.lastSeq = Number(node.dataset.lastSeq || 0);
+    state.stats.swaps += 1;
+    if (state.selected !== null) select(state.selected, false);
+    catchUp();
+  } catch (err) {
+    console.warn("view refresh failed", err);
+  } finally {
+    state.refreshing = false;
+    if (state.refreshAgain) { state.refreshAgain = false; refreshPanel(); }
+  }
+}
+
+function notice(text, kind) {
+  const box = document.getElementById("notices");
+  if (!box) return;
+  const n = el("div", `notice${kind ? ` is-${kind}` : ""}`, text);
+  box.prepend(n);
+  while (box.children.length > NOTICE_LIMIT) box.lastElementChild.remove();
+}
+
+function onEvent(ev) {
+  switch (ev.type) {
+    case "message.appended":
+      state.stats.live += (ev.messages || []).length;
+      appendMessages(ev.messages || []);
+      if (ev.last_seq > state.lastSeq) catchUp(); // the event payload is capped; fetch the rest by seq
+      break;
+    case "view.updated":
+      refreshPanel();
+      break;
+    case "compaction.started":
+      notice(`Compaction started (${ev.trigger})…`);
+      break;
+    case "compaction.completed": {
+      notice(`Compaction complete (${ev.trigger}): ${kb(ev.bytes_before)} → ${kb(ev.bytes_after)}, `
+        + `${ev.tokens_before} → ${ev.tokens_after} tokens, ${ev.calls} call(s), ${ev.duration_ms} ms`, "ok");
+      const count = document.getElementById("compactions-count");
+      if (count && ev.compactions !== undefined) count.textContent = String(ev.compactions);
+      refreshPanel();
+      break;
+    }
+    case "compaction.failed":
+      notice(`Compaction failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed");
+      refreshPanel();
+      break;
+    default:
+      break;
+  }
+}
+
+function setStatus(stateName, text) {
+  const s = document.getElementById("live-status");
+  if (!s) return;
+  s.dataset.state = stateName;
+  s.textContent = text;
+}
+
+function connect() {
+  const r = root();
+  if (!r) return;
+  const proto = window.location.protocol === "https:" ? "wss" : "ws";
+  const ws = new WebSocket(`${proto}://${window.location.host}/ws/chains/${r.dataset.chainId}/`);
+  state.ws = ws;
+  ws.addEventListener("open", () => {
+    const wasReconnect = state.attempt > 0;
+    state.attempt = 0;
+    setStatus("live", "live");
+    if (wasReconnect) { state.stats.reconnects += 1; catchUp(); refreshPanel(); }
+  });
+  ws.addEventListener("message", (msg) => {
+    let ev;
+    try { ev = JSON.parse(msg.data); } catch { return; }
+    if (ev && typeof ev === "object") onEvent(ev);
+  });
+  ws.addEventListener("close", (e) => {
+    if (state.ws !== ws) return;
+    if (e.code === 4401 || e.code === 4404) { setStatus("off", "live updates unavailable (not allowed)"); return; }
+    const delay = BACKOFF_MS[Math.min(state.attempt, BACKOFF_MS.length - 1)];
+    state.attempt += 1;
+    setStatus("reconnecting", `reconnecting in ${Math.round(delay / 1000)} s…`);
+    window.setTimeout(connect, delay);
+  });
+}
+
+// Lineage: selecting a summary highlights the raw messages it replaced (click, Enter or Space).
+function parseRanges(text) {
+  const out = [];
+  for (const part of (text || "").split(",")) {
+    if (!part) continue;
+    const [a, b] = part.split("-").map(Number);
+    out.push([a, Number.isNaN(b) || b === undefined ? a : b]);
+  }
+  return out;
+}
+
+function select(index, toggle) {
+  const article = document.getElementById(`v-${index}`);
+  const same = state.selected === index && toggle;
+  for (const n of document.querySelectorAll(".msg.is-lineage")) n.classList.remove("is-lineage");
+  for (const n of document.querySelectorAll(".vmsg.is-selected")) n.classList.remove("is-selected");
+  for (const n of document.querySelectorAll(".lineage-link[aria-pressed='true']")) n.setAttribute("aria-pressed", "false");
+  if (same || !article) { state.selected = null; return; }
+  state.selected = index;
+  article.classList.add("is-selected");
+  const link = article.querySelector(".lineage-link");
+  if (link) link.setAttribute("aria-pressed", "true");
+  const ranges = parseRanges(article.dataset.lineage);
+  let first = null;
+  for (const row of document.querySelectorAll(".raw-list .msg")) {
+    const seq = Number(row.dataset.seq);
+    if (ranges.some(([a, b]) => seq >= a && seq <= b)) { row.classList.add("is-lineage"); first = first || row; }
+  }
+  if (first && toggle) first.scrollIntoView({ block: "nearest", behavior: "smooth" });
+}
+
+document.addEventListener("click", (e) => {
+  const link = e.target.closest(".lineage-link");
+  if (!link) return;
+  e.preventDefault();
+  select(Number(link.dataset.index), true);
+});
+document.addEventListener("keydown", (e) => {
+  const link = e.target.closest && e.target.closest(".lineage-link");
+  if (link && e.key === " ") { e.preventDefault(); select(Number(link.dataset.index), true); }
+});
+
+const start = root();
+if (start) {
+  state.lastSeq = Number(start.dataset.lastSeq || 0);
+  const preselected = start.querySelector(".vmsg.is-selected");
+  if (preselected) state.selected = Number(preselected.dataset.index);
+  setStatus("connecting", "connecting…");
+  connect();
+  // A small handle for debugging and for the browser tests (drop the socket, read counters).
+  window.pentagiLive = { state, drop: () => state.ws && state.ws.close(), refresh: refreshPanel, catchUp };
+}
