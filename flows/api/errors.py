@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
 
 from flows.services import AppendError
@@ -68,6 +69,8 @@ def _known_error(exc: Exception) -> JsonResponse | None:
         return error_response(400, "invalid_settings", exc.errors)
     if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent)):
         return error_response(413, "payload_too_large", "the request body is too large")
+    if isinstance(exc, MultiPartParserError):
+        return error_response(400, "malformed_multipart", f"the multipart body is broken: {exc}")
     if isinstance(exc, (Http404, ObjectDoesNotExist)):
         return error_response(404, "not_found", "no such object")
     return None
