@@ -23,7 +23,7 @@ from typing import Any
 
 from summarizer.compaction_errors import CompactionFailed, ContextTooLarge
 from summarizer.compaction_prompt import resolve_instructions
-from summarizer.providers import with_compaction_provider
+from summarizer.providers import get_compaction_provider, with_compaction_provider
 from summarizer.summary_writer import SummaryOptions
 from summarizer.truncate import truncate_tool_results
 from summarizer.validate_view import assert_valid_view
@@ -37,12 +37,13 @@ __all__ = ["FitResult", "FitPlan", "fit_to_window", "compact_now", "plan_fit", "
 Message = dict[str, Any]
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
 RESERVE_MAX_WINDOW_SHARE = 0.2  # default reserve: the model's max output, at most 20% of the window
-GIVEN_RESERVE_MAX_WINDOW_SHARE = 0.5  # a configured reserve never leaves less than half the window (facts 6-7)
+GIVEN_RESERVE_MAX_WINDOW_SHARE = 0.5  # a configured reserve as large as the window shrinks to half of it (facts 6-7)
 STEP_RESTORE, STEP_WINDOW_CUT, STEP_TRUNCATE = "restore", "window_cut", "truncate"
 SUMMARY_MIN_BUDGET_TOKENS = 256
 SUMMARY_MAX_BUDGET_TOKENS = 8_000
 MANUAL_SUMMARY_BUDGET_TOKENS = 4_000
 UNKNOWN_WINDOW_CHUNK_TOKENS = 32_000  # per-call span for manual compaction when the window is unknown
+NO_SUMMARIZER_ERROR = "compaction cancelled: no compaction model or provider is configured"
 
 
 @dataclass
@@ -99,9 +100,11 @@ def _catalog_max_output(model: str | None) -> int | None:
 
 
 def effective_reserve(window_tokens: int, reserve_tokens: int | None = None, model: str | None = None) -> int:
-    """Tokens kept free for the answer: given (at most half the window) or the model's max output (at most 20%)."""
+    """Tokens kept free for the answer: the given reserve (half the window when it would leave no room for a
+    prompt at all, facts 6-7), else the model's max output from the catalog, at most 20% of the window."""
     if reserve_tokens is not None:
-        return min(max(int(reserve_tokens), 0), int(window_tokens * GIVEN_RESERVE_MAX_WINDOW_SHARE))
+        reserve = max(int(reserve_tokens), 0)
+        return int(window_tokens * GIVEN_RESERVE_MAX_WINDOW_SHARE) if reserve >= window_tokens else reserve
     cap = int(window_tokens * RESERVE_MAX_WINDOW_SHARE)
     max_output = _catalog_max_output(model)
     return min(max_output, cap) if max_output else cap
@@ -218,7 +221,10 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
     if plan.decision == "truncate_tool_results_only" and not force:
         fit.truncate(window_tokens, start=0)
         return fit.finish()
-    summarize = with_compaction_provider(provider, summarize)
+    summarize = _resolve_summarizer(summarize, provider)
+    if summarize is None:
+        fit.result.error = NO_SUMMARIZER_ERROR
+        return fit.finish()
     if not force:
         _step_restore(fit, summarize, config)
         if fit.fits(target):
@@ -249,6 +255,15 @@ def _step_restore(fit: _Fit, summarize: Callable[[str], str], config: Any) -> No
     elif view != fit.view:
         fit.view, fit.lineage = view, lineage
         fit.result.steps.append(STEP_RESTORE)
+
+
+def _resolve_summarizer(summarize: Callable[[str], str] | None, provider: str | None
+                        ) -> Callable[[str], str] | None:
+    """The summarizer to use: a registered provider first (built-in as its fallback), else `summarize`.
+    Neither → None: the compaction is cancelled (fact 48)."""
+    if summarize is None:
+        return get_compaction_provider(provider)
+    return with_compaction_provider(provider, summarize)
 
 
 def _summary_budget(available_tokens: float) -> int:
@@ -282,6 +297,10 @@ def compact_now(messages: Sequence[Message], *, summarize: Callable[[str], str],
     count, measure = _counter(model, None)
     fit = _Fit(messages, count, budget=0, reserve=0)
     fit.result.budget_tokens = fit.result.reserve_tokens = None
+    summarize = _resolve_summarizer(summarize, provider)
+    if summarize is None:
+        fit.result.error = NO_SUMMARIZER_ERROR
+        return fit.finish()
     keep = int(keep_recent_tokens or 0)
     if window_tokens:
         keep = min(keep, window_tokens // 2)
@@ -289,8 +308,8 @@ def compact_now(messages: Sequence[Message], *, summarize: Callable[[str], str],
                           identifier_policy=identifier_policy, identifier_instructions=identifier_instructions,
                           chunk_tokens=(window_tokens // 2) if window_tokens else UNKNOWN_WINDOW_CHUNK_TOKENS,
                           summary_budget_tokens=MANUAL_SUMMARY_BUDGET_TOKENS)
-    cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=with_compaction_provider(
-        provider, summarize), opts=opts, measure=measure, previous_summary=previous_summary, hard=keep <= 0)
+    cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=summarize, opts=opts,
+                     measure=measure, previous_summary=previous_summary, hard=keep <= 0)
     fit.apply_cut(cut)
     return fit.finish()
 
