@@ -1,0 +1,170 @@
+"""Django admin: history is read-only, settings edits go through the settings service (validation + history)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse
+
+from flows.forms import ProviderConfigForm, SummarizerSettingsForm
+from flows.models import (
+    Agent, ApiToken, Chain, ChainView, Flow, LLMCall, MemoryNote, Message, ModelWindow, ProviderConfig, Section,
+    SettingsChange, SummarizerSettings, SummaryEvent,
+)
+from flows.services import settings_update
+from flows.settings_registry import SETTINGS_FIELDS, SettingsError, settings_env_export
+
+__all__ = ["ReadOnlyAdmin", "SummarizerSettingsAdmin"]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Stored history is never changed or deleted through the admin."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class AgentInline(admin.TabularInline):
+    model = Agent
+    extra = 0
+    fields = ["agent_type", "profile", "created_at"]
+    readonly_fields = ["created_at"]
+
+
+@admin.register(Flow)
+class FlowAdmin(admin.ModelAdmin):
+    list_display = ["id", "title", "status", "owner", "model_name", "updated_at"]
+    list_filter = ["status"]
+    search_fields = ["title", "model_name"]
+    inlines = [AgentInline]
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ["id", "flow", "agent_type", "profile", "created_at"]
+    list_filter = ["agent_type", "profile"]
+
+
+@admin.register(Chain)
+class ChainAdmin(admin.ModelAdmin):
+    list_display = ["id", "agent", "is_active", "last_seq", "view_version", "compactions", "updated_at"]
+    readonly_fields = ["last_seq", "view_version", "compactions", "parent"]
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdmin):
+    list_display = ["id", "chain", "seq", "role", "tool_call_id", "byte_size", "token_count", "created_at"]
+    list_filter = ["role"]
+    search_fields = ["tool_call_id"]
+
+
+@admin.register(ChainView)
+class ChainViewAdmin(ReadOnlyAdmin):
+    list_display = ["id", "chain", "version", "raw_seq_to", "byte_size", "token_count", "created_at"]
+    exclude = ["messages"]
+
+
+@admin.register(Section)
+class SectionAdmin(ReadOnlyAdmin):
+    list_display = ["id", "view", "index", "byte_size"]
+
+
+@admin.register(SummaryEvent)
+class SummaryEventAdmin(ReadOnlyAdmin):
+    list_display = ["id", "chain", "trigger", "outcome", "bytes_before", "bytes_after", "tokens_before",
+                    "tokens_after", "calls", "duration_ms", "created_at"]
+    list_filter = ["trigger", "outcome"]
+
+
+@admin.register(LLMCall)
+class LLMCallAdmin(ReadOnlyAdmin):
+    list_display = ["id", "event", "model", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "created_at"]
+    list_filter = ["ok", "cached"]
+
+
+@admin.register(MemoryNote)
+class MemoryNoteAdmin(admin.ModelAdmin):
+    list_display = ["id", "flow", "kind", "text", "created_at"]
+    list_filter = ["kind"]
+
+
+@admin.register(SettingsChange)
+class SettingsChangeAdmin(ReadOnlyAdmin):
+    list_display = ["id", "label", "user", "source", "changes", "changed_at"]
+    list_filter = ["source"]
+
+
+class SettingsChangeInline(admin.TabularInline):
+    model = SettingsChange
+    extra = 0
+    fields = ["changed_at", "user", "source", "changes"]
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(SummarizerSettings)
+class SummarizerSettingsAdmin(admin.ModelAdmin):
+    form = SummarizerSettingsForm
+    list_display = ["__str__", "profile", "flow", "last_sec_bytes", "max_qa_bytes", "updated_at", "updated_by"]
+    list_filter = ["profile"]
+    inlines = [SettingsChangeInline]
+    actions = ["export_env"]
+    fieldsets = [
+        (None, {"fields": ["profile", "flow"]}),
+        ("PentAGI chain summarizer (bytes)", {"fields": [f.name for f in SETTINGS_FIELDS if f.group == "summarizer"]}),
+        ("Compaction: fitting the model's window (tokens)",
+         {"fields": [f.name for f in SETTINGS_FIELDS if f.group == "compaction"]}),
+    ]
+
+    def save_model(self, request: HttpRequest, obj: SummarizerSettings, form: Any, change: bool) -> None:
+        """Edits go through settings_update so the admin writes the same history as every other path."""
+        if not change:
+            obj.updated_by = request.user
+            obj.save()
+            SettingsChange.objects.create(settings=obj, label=str(obj), user=request.user, source="admin",
+                                          changes={})
+            return
+        data = {name: form.cleaned_data[name] for name in form.changed_data if name in form.cleaned_data
+                and name not in ("profile", "flow")}
+        stored = SummarizerSettings.objects.get(pk=obj.pk)
+        try:
+            settings_update(row=stored, data=data, user=request.user, source="admin")
+        except SettingsError as exc:  # the form validated already; a race with another edit lands here
+            self.message_user(request, f"not saved: {exc}", level=messages.ERROR)
+
+    @admin.action(description="Export as .env")
+    def export_env(self, request: HttpRequest, queryset) -> HttpResponse:
+        text = "\n".join(settings_env_export(row) for row in queryset.order_by("flow_id", "profile"))
+        resp = HttpResponse(text, content_type="text/plain; charset=utf-8")
+        resp["Content-Disposition"] = 'attachment; filename="summarizer.env"'
+        return resp
+
+
+@admin.register(ProviderConfig)
+class ProviderConfigAdmin(admin.ModelAdmin):
+    form = ProviderConfigForm
+    list_display = ["name", "kind", "base_url", "model", "masked_key", "is_default"]
+
+
+@admin.register(ModelWindow)
+class ModelWindowAdmin(admin.ModelAdmin):
+    list_display = ["model", "context_window", "max_output_tokens", "source", "updated_at"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "name", "user", "created_at", "last_used_at"]
+    fields = ["user", "name", "prefix", "created_at", "last_used_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # tokens are issued with `manage.py create_api_token`, which shows the raw value once
