@@ -18,26 +18,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from summarizer.compaction_errors import CompactionFailed, ContextTooLarge
 from summarizer.compaction_prompt import resolve_instructions
+from summarizer.fit_plan import (GIVEN_RESERVE_MAX_WINDOW_SHARE, RESERVE_MAX_WINDOW_SHARE, FitPlan, count_functions,
+                                 effective_reserve, plan_fit, should_compact)
 from summarizer.providers import get_compaction_provider, with_compaction_provider
 from summarizer.summary_writer import SummaryOptions
 from summarizer.truncate import truncate_tool_results
 from summarizer.validate_view import assert_valid_view
 from summarizer.window_cut import CutResult, merge_lineage, window_cut
 
-__all__ = ["FitResult", "FitPlan", "fit_to_window", "compact_now", "plan_fit", "effective_reserve",
+__all__ = ["FitResult", "FitPlan", "fit_to_window", "compact_now", "plan_fit", "effective_reserve", "should_compact",
            "overflow_compactor", "ContextTooLarge", "CompactionFailed", "DEFAULT_KEEP_RECENT_TOKENS",
            "RESERVE_MAX_WINDOW_SHARE", "GIVEN_RESERVE_MAX_WINDOW_SHARE", "STEP_RESTORE", "STEP_WINDOW_CUT",
            "STEP_TRUNCATE", "MANUAL_SUMMARY_BUDGET_TOKENS", "UNKNOWN_WINDOW_CHUNK_TOKENS"]
 
 Message = dict[str, Any]
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
-RESERVE_MAX_WINDOW_SHARE = 0.2  # default reserve: the model's max output, at most 20% of the window
-GIVEN_RESERVE_MAX_WINDOW_SHARE = 0.5  # a configured reserve as large as the window shrinks to half of it (facts 6-7)
 STEP_RESTORE, STEP_WINDOW_CUT, STEP_TRUNCATE = "restore", "window_cut", "truncate"
 SUMMARY_MIN_BUDGET_TOKENS = 256
 SUMMARY_MAX_BUDGET_TOKENS = 8_000
@@ -74,63 +73,6 @@ class FitResult:
         if self.error:
             raise CompactionFailed(self.error)
         return self
-
-
-@dataclass(frozen=True)
-class FitPlan:
-    """What fitting would have to do (facts 4-9): fits | truncate_tool_results_only | compact_then_truncate |
-    compact_only."""
-
-    decision: str
-    tokens: int
-    budget_tokens: int
-    tokens_after_truncation: int
-
-    @property
-    def should_compact(self) -> bool:
-        return self.decision in ("compact_then_truncate", "compact_only")
-
-
-def _catalog_max_output(model: str | None) -> int | None:
-    if not model:
-        return None
-    from summarizer.catalog import lookup_model  # lazy: the catalog loads a data file
-    info = lookup_model(model)
-    return getattr(info, "max_output_tokens", None) if info else None
-
-
-def effective_reserve(window_tokens: int, reserve_tokens: int | None = None, model: str | None = None) -> int:
-    """Tokens kept free for the answer: the given reserve (half the window when it would leave no room for a
-    prompt at all, facts 6-7), else the model's max output from the catalog, at most 20% of the window."""
-    if reserve_tokens is not None:
-        reserve = max(int(reserve_tokens), 0)
-        return int(window_tokens * GIVEN_RESERVE_MAX_WINDOW_SHARE) if reserve >= window_tokens else reserve
-    cap = int(window_tokens * RESERVE_MAX_WINDOW_SHARE)
-    max_output = _catalog_max_output(model)
-    return min(max_output, cap) if max_output else cap
-
-
-def _counter(model: str | None, tools: Sequence[dict[str, Any]] | None
-             ) -> tuple[Callable[[Sequence[Message]], int], Callable[[Message], int]]:
-    from summarizer.tokens import count_tokens, message_tokens  # lazy: tiktoken is loaded on first count
-    return (lambda msgs: count_tokens(list(msgs), model=model, tools=tools)), partial(message_tokens, model=model)
-
-
-def plan_fit(messages: Sequence[Message], *, window_tokens: int, reserve_tokens: int | None = None,
-             model: str | None = None, tools: Sequence[dict[str, Any]] | None = None) -> FitPlan:
-    """Decide, without any model call, what fitting `messages` needs."""
-    count, _ = _counter(model, tools)
-    budget = window_tokens - effective_reserve(window_tokens, reserve_tokens, model)
-    tokens = count(messages)
-    cut, changed = truncate_tool_results(messages, window_tokens=window_tokens)
-    after = count(cut) if changed else tokens
-    if tokens <= budget:
-        decision = "fits"
-    elif after <= budget:
-        decision = "truncate_tool_results_only"
-    else:
-        decision = "compact_then_truncate" if changed else "compact_only"
-    return FitPlan(decision=decision, tokens=tokens, budget_tokens=budget, tokens_after_truncation=after)
 
 
 def _check_inputs(messages: Any, window_tokens: Any) -> None:
@@ -209,7 +151,7 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
     Raises ContextTooLarge when the irreducible part cannot fit; ValueError/InvalidView for bad input.
     """
     _check_inputs(messages, window_tokens)
-    count, measure = _counter(model, tools)
+    count, measure = count_functions(model, tools)
     reserve = effective_reserve(window_tokens, reserve_tokens, model)
     budget = window_tokens - reserve
     fit = _Fit(messages, count, budget, reserve)
@@ -294,7 +236,7 @@ def compact_now(messages: Sequence[Message], *, summarize: Callable[[str], str],
     messages are appended after it. Instructions: manual > `default_instructions` (config) > none, blank
     skipped, 800 code points, wrapped as data (fact 38). Failures keep the old view (`.error`)."""
     assert_valid_view(messages)
-    count, measure = _counter(model, None)
+    count, measure = count_functions(model, None)
     fit = _Fit(messages, count, budget=0, reserve=0)
     fit.result.budget_tokens = fit.result.reserve_tokens = None
     summarize = _resolve_summarizer(summarize, provider)
