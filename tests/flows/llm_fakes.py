@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+SHUTDOWN_POLL_SECONDS = 0.02  # serve_forever's default (0.5 s) would make every test's teardown slow
+
 __all__ = ["FakeEndpoint", "Reply", "completion", "json_reply", "raw_reply", "close_connection", "sleep_then",
            "closed_port_url", "start_fake_endpoint", "fake_endpoint", "llm_isolation", "make_provider"]
 
@@ -110,12 +112,19 @@ def _handler(endpoint: FakeEndpoint) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Timeout tests hang up on purpose; the late reply's broken pipe is expected, not worth a traceback."""
+
+
 def start_fake_endpoint() -> FakeEndpoint:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
-    server.daemon_threads = True
+    server = _QuietServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     endpoint = FakeEndpoint(server=server)
     server.RequestHandlerClass = _handler(endpoint)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS},
+                     daemon=True).start()
     return endpoint
 
 

@@ -21,7 +21,7 @@ PROMPT = "<instructions>condense</instructions>\n\n<messages>nmap found 22/tcp a
 
 @pytest.fixture
 def flow():
-    owner = get_user_model().objects.create_user("llm-owner", password="pw")
+    owner = get_user_model().objects.create_user("llm-owner")
     return flow_create(owner=owner, title="llm", model_name="agent-model")
 
 

@@ -23,7 +23,7 @@ LLAMA_CPP_OVERFLOW = ("This model's maximum context length is 2048 tokens. Howev
 
 @pytest.fixture
 def flow():
-    owner = get_user_model().objects.create_user("faults-owner", password="pw")
+    owner = get_user_model().objects.create_user("faults-owner")
     return flow_create(owner=owner, title="faults", model_name="agent-model")
 
 
@@ -120,3 +120,36 @@ def test_chat_exhausting_its_attempts_raises_a_retryable_provider_error(flow):
     with pytest.raises(RetryableProviderError) as caught:
         chat_callable_for(flow=flow)([{"role": "user", "content": "hi"}])
     assert is_retryable_provider_error(caught.value) and caught.value.attempts == 2
+
+
+@pytest.mark.parametrize("reply", [close_connection(), raw_reply(200, b""), raw_reply(200, b"<html/>", "text/html"),
+                                   json_reply(200, {"object": "chat.completion"}),
+                                   json_reply(400, {"error": {"message": LLAMA_CPP_OVERFLOW}})],
+                         ids=["closed", "empty", "non-json", "no-choices", "overflow"])
+def test_a_failing_endpoint_gives_a_failed_event_and_loses_no_message(fake_endpoint, flow, reply):
+    from flows.services import agent_create, chain_append
+    from flows.services.views import chain_summarize, view_current
+
+    make_provider(fake_endpoint.url, max_attempts=1)
+    fake_endpoint.queue(*[reply] * 10)
+    chain = agent_create(flow=flow, agent_type="pentester").chains.get()
+    chain_append(chain=chain, messages=_two_turn_chain())
+    event = chain_summarize(chain_id=chain.id)
+    assert event.outcome == "failed" and "summarization failed" in event.reason
+    assert event.summary_text == "" and LLMCall.objects.filter(event=event, ok=False).exists()
+    raw = [m.to_dict() for m in chain.messages.order_by("seq")]
+    assert len(raw) == len(_two_turn_chain())
+    view = view_current(chain=chain)
+    assert view is None or [m.get("content") for m in view.messages] == [m.get("content") for m in raw]
+
+
+def _two_turn_chain() -> list[dict]:
+    def tool_round(call_id: str, output: str) -> list[dict]:
+        call = {"id": call_id, "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+        return [{"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call_id, "content": output}]
+
+    return [{"role": "system", "content": "You are a penetration tester."},
+            {"role": "user", "content": "Scan 10.0.0.5"}, *tool_round("call_1", "22/tcp open"),
+            {"role": "assistant", "content": "Port 22 is open."},
+            {"role": "user", "content": "Now the web server."}, *tool_round("call_2", "/admin 302")]

@@ -20,7 +20,7 @@ LLAMA_SERVER_ENV = {"LLM_SERVER_URL": "http://127.0.0.1:8011/v1", "LLM_SERVER_KE
 
 @pytest.fixture
 def flow():
-    owner = get_user_model().objects.create_user("providers-owner", password="pw")
+    owner = get_user_model().objects.create_user("providers-owner")
     return flow_create(owner=owner, title="providers", model_name="gpt-4o")
 
 
