@@ -260,3 +260,15 @@ async def test_async_failures_keep_the_original_chain():
     chain = [system(), human("Q1"), ai("a1"), human("Q2"), ai("a2")]
     result = await asummarize_chain(chain, SummarizerConfig(), summarize)
     assert result.messages == chain and "down" in result.error
+
+
+def test_every_output_reparses_strictly_keeps_invariants_and_never_grows():
+    """Fact 58 (the `_summarize` helper also asserts it for every e2e test above)."""
+    chain = [system()]
+    for i in range(6):
+        chain += [human(f"Q{i}"), ai("t" * 300), *rr(f"c{i}", "o" * 2000), ai(f"done {i}")]
+    for cfg in (dict(), dict(last_sec_bytes=1500, max_bp_bytes=800), dict(max_qa_sections=2, summ_human_in_qa=True),
+                dict(preserve_last=False, use_qa=False, keep_qa_sections=3)):
+        result = summarize_chain(chain, SummarizerConfig(**cfg), FakeSummarizer())
+        assert result.error is None and check_invariants(parse_chain(result.messages)) == []
+        assert len(result.messages) <= len(chain)
