@@ -167,8 +167,6 @@ def _coerce(spec: SettingField, raw: Any) -> Any:
 
 def _cross_field(values: dict[str, Any]) -> dict[str, str]:
     errors = {}
-    if values["max_bp_bytes"] > values["last_sec_bytes"]:
-        errors["max_bp_bytes"] = "cannot exceed the recent-section limit (last_sec_bytes)"
     if values["keep_qa_sections"] > values["max_qa_sections"]:
         errors["keep_qa_sections"] = "cannot exceed the number of QA sections kept (max_qa_sections)"
     if values["max_active_transcript_bytes"] > 0 and not values["truncate_after_compaction"]:

@@ -82,20 +82,32 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=60
-    )
-}
-if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # WAL lets the embedded worker write while pages read; the timeout absorbs short write contention.
-    DATABASES["default"]["OPTIONS"] = {
-        "timeout": 20,
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        "transaction_mode": "IMMEDIATE",
-    }
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_db.sqlite3")}
+def database_config(url: str | None) -> dict:
+    """One database from DATABASE_URL; SQLite (under var/) when unset."""
+    config = dj_database_url.parse(url or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=60)
+    if config["ENGINE"].endswith("sqlite3"):
+        # WAL lets the embedded worker write while pages read; the timeout absorbs short write contention.
+        config["OPTIONS"] = {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
+        config["CONN_MAX_AGE"] = 0
+        config["TEST"] = {"NAME": str(VAR_DIR / "test_db.sqlite3")}
+    return config
+
+
+def __getattr__(name: str):
+    # DATABASES is built when Django reads the settings (django.setup), not at import: a tool that imports
+    # this module first and sets DATABASE_URL afterwards still gets the database it asked for.
+    if name == "DATABASES":
+        return {"default": database_config(os.environ.get("DATABASE_URL"))}
+    raise AttributeError(name)
+
+
+def __dir__() -> list[str]:
+    return [*globals(), "DATABASES"]
+
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [

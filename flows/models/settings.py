@@ -13,6 +13,9 @@ from django.db import models
 from .chains import Flow, Profile
 
 KB = 1024
+# Smallest byte limit accepted: PentAGI has none, and tiny limits are how one watches the algorithm work
+# (its own tests use 200-byte sections); below this a single header no longer fits and nothing is gained.
+MIN_BYTES = 64
 
 
 class IdentifierPolicy(models.TextChoices):
@@ -42,17 +45,17 @@ class SummarizerSettings(models.Model):
         default=False, help_text="Also summarize the user's own messages in the QA collapse "
         "(SUMMARIZER_SUM_MSG_HUMAN_IN_QA; agents only, never for the assistant).")
     last_sec_bytes = models.PositiveIntegerField(
-        default=50 * KB, validators=[MinValueValidator(1 * KB), MaxValueValidator(64 * KB * KB)],
+        default=50 * KB, validators=[MinValueValidator(MIN_BYTES), MaxValueValidator(64 * KB * KB)],
         help_text="Size limit of the recent section, in bytes (SUMMARIZER_LAST_SEC_BYTES).")
     max_bp_bytes = models.PositiveIntegerField(
-        default=16 * KB, validators=[MinValueValidator(256), MaxValueValidator(64 * KB * KB)],
+        default=16 * KB, validators=[MinValueValidator(MIN_BYTES), MaxValueValidator(64 * KB * KB)],
         help_text="Largest single body pair (tool call + result) kept whole in recent sections, in bytes "
         "(SUMMARIZER_MAX_BP_BYTES).")
     max_qa_sections = models.PositiveIntegerField(
         default=10, validators=[MinValueValidator(1), MaxValueValidator(1000)],
         help_text="Question/answer sections kept before older ones are collapsed (SUMMARIZER_MAX_QA_SECTIONS).")
     max_qa_bytes = models.PositiveIntegerField(
-        default=64 * KB, validators=[MinValueValidator(2 * KB), MaxValueValidator(64 * KB * KB)],
+        default=64 * KB, validators=[MinValueValidator(MIN_BYTES), MaxValueValidator(64 * KB * KB)],
         help_text="Total size of the kept sections, in bytes, system prompt included (SUMMARIZER_MAX_QA_BYTES).")
     keep_qa_sections = models.PositiveIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(100)],

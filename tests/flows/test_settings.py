@@ -112,7 +112,7 @@ def test_updates_record_who_changed_what(user):
 def test_an_invalid_update_saves_nothing(user):
     row = settings_for(profile="agent")
     with pytest.raises(SettingsError):
-        settings_update(row=row, data={"last_sec_bytes": 40000, "max_bp_bytes": 50000}, user=user)
+        settings_update(row=row, data={"last_sec_bytes": 40000, "keep_qa_sections": 50}, user=user)
     row.refresh_from_db()
     assert row.last_sec_bytes == 51200 and not SettingsChange.objects.exists()
 
