@@ -79,7 +79,7 @@ def test_a_flow_override_wins_over_the_defaults(make_flow):
     ({"last_sec_bytes": -5}, "last_sec_bytes"),
     ({"last_sec_bytes": "big"}, "last_sec_bytes"),
     ({"last_sec_bytes": True}, "last_sec_bytes"),
-    ({"max_bp_bytes": 60000}, "max_bp_bytes"),
+    ({"max_bp_bytes": 10}, "max_bp_bytes"),
     ({"keep_qa_sections": 11}, "keep_qa_sections"),
     ({"max_active_transcript_bytes": 100000}, "max_active_transcript_bytes"),
     ({"identifier_policy": "custom"}, "identifier_instructions"),
