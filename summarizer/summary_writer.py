@@ -51,16 +51,19 @@ def _text(message: Message) -> str:
     return tool_result_text(message.get("content"))
 
 
-def has_real_content(messages: Sequence[Message]) -> bool:
+def has_real_content(messages: Sequence[Message], preceding: Sequence[Message] = ()) -> bool:
     """True when there is something worth a summary call (fact 47): a user ask or assistant prose, or a tool
-    result within 20 messages of a user ask. Tool-call-only and reasoning-only assistants are not real."""
+    result within 20 messages of a meaningful user ask (which may sit in `preceding`, before the span).
+    Tool-call-only and reasoning-only assistants, and blank user messages, are not real."""
     last_ask = None
-    for index, message in enumerate(messages):
+    for index, message in enumerate([*preceding, *messages]):
         role, text = message.get("role"), _text(message).strip()
+        if role == "user" and text:
+            last_ask = index
+        if index < len(preceding):
+            continue
         if role in ("user", "assistant") and text:
             return True
-        if role == "user":
-            last_ask = index
         if role == "tool" and last_ask is not None and index - last_ask <= REAL_TOOL_RESULT_ASK_DISTANCE:
             return True
     return False
