@@ -93,7 +93,10 @@ def database_config(url: str | None) -> dict:
             "transaction_mode": "IMMEDIATE",
         }
         config["CONN_MAX_AGE"] = 0
-        config["TEST"] = {"NAME": str(VAR_DIR / "test_db.sqlite3")}
+        # A file (not :memory:) so live-server tests can share it with Daphne subprocesses, which inherit the
+        # run id through the environment; one file per test run so concurrent runs never share a database.
+        run_id = os.environ.setdefault("PENTAGI_TEST_RUN_ID", str(os.getpid()))
+        config["TEST"] = {"NAME": str(VAR_DIR / f"test_db_{run_id}.sqlite3")}
     return config
 
 
