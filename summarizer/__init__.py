@@ -11,6 +11,7 @@ from .chain import (
 from .config import SummarizerConfig
 from .handler import SummaryCache, cap_input, with_cap_and_cache
 from .messages import MessageError, validate_messages
+from .restore import prepare_provider_switch, restore_chain
 from .summarize import SummarizeResult, asummarize_chain, summarize_chain
 from .tokens import MissingEncoding, count_tokens, message_tokens
 
@@ -19,7 +20,7 @@ __all__ = [
     "SummarizerConfig", "parse_chain", "ChainAST", "Section", "Header", "BodyPair", "ChainError", "MessageError",
     "validate_messages", "check_invariants", "summarize_chain", "asummarize_chain", "SummarizeResult",
     "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "SUMMARIZATION_TOOL", "SUMMARY_PREFIX",
-    "SummaryCache", "cap_input", "with_cap_and_cache",
+    "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch",
     # tokens (TOOLS helper)
     "count_tokens", "message_tokens", "MissingEncoding",
 ]
