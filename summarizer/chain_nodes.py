@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import call_names, message_size, valid_calls
+from .messages import call_names, clone, message_size, valid_calls
 
 __all__ = [
     "SUMMARIZATION_TOOL", "SUMMARY_PREFIX", "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "PAIR_KINDS",
@@ -89,8 +89,10 @@ class BodyPair:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tools", tuple(self.tools))
-        if len(self.lineage) != 1 + len(self.tools):
+        if not self.lineage:
             object.__setattr__(self, "lineage", tuple(() for _ in range(1 + len(self.tools))))
+        elif len(self.lineage) != 1 + len(self.tools):
+            raise ValueError("a body pair needs one lineage entry per message")
         names = call_names([self.ai])
         size = message_size(self.ai) + sum(message_size(t, names) for t in self.tools)
         object.__setattr__(self, "kind", pair_kind(self.ai))
@@ -182,7 +184,6 @@ class ChainAST:
         return sum(s.size for s in self.sections)
 
     def to_messages(self) -> list[Message]:
-        from .messages import clone
         return [clone(m) for s in self.sections for m in s.messages()]
 
     def lineage(self) -> list[list[int]]:

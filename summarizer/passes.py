@@ -91,8 +91,8 @@ def summary_pair(pairs: Sequence[BodyPair], text: str, ctx: PassContext, *, keep
     messages = [m for p in pairs for m in p.messages()]
     signed = keep_reasoning and contains_tool_call_reasoning(messages)
     reasoning = extract_reasoning_message(messages) if keep_reasoning else None
-    return summarization_pair(text, id_template=ctx.id_template, fake_signature=signed, reasoning=reasoning,
-                              rng=ctx.rng, lineage=lineage)
+    return summarization_pair(text, id_template=ctx.id_template, fake_signature=signed,
+                              reasoning_message=reasoning, rng=ctx.rng, lineage=lineage)
 
 
 def _humans(section: Section) -> list[Message]:

@@ -23,7 +23,7 @@ SUMMARY_ARGUMENTS = '{"question": "delegate and execute the task, then return th
 
 
 def summarization_pair(summary: str, *, id_template: str = DEFAULT_ID_TEMPLATE, call_id: str | None = None,
-                       fake_signature: bool = False, reasoning: dict[str, Any] | None = None,
+                       fake_signature: bool = False, reasoning_message: dict[str, Any] | None = None,
                        rng: random.Random | None = None, lineage: Lineage = ()) -> BodyPair:
     """AI message (optionally the copied reasoning text first) calling the summary tool + its answer."""
     call_id = call_id or generate_id(id_template, SUMMARIZATION_TOOL, rng)
@@ -32,9 +32,9 @@ def summarization_pair(summary: str, *, id_template: str = DEFAULT_ID_TEMPLATE, 
     if fake_signature:
         call["reasoning"] = {"signature": FAKE_SIGNATURE}
     ai: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
-    if reasoning is not None:
-        ai = {"role": "assistant", "content": reasoning.get("content"), "reasoning": reasoning["reasoning"],
-              "tool_calls": [call]}
+    if reasoning_message is not None:  # the copied text part keeps its visible text and its reasoning
+        ai = {"role": "assistant", "content": reasoning_message.get("content"),
+              "reasoning": reasoning_message["reasoning"], "tool_calls": [call]}
     tool = {"role": "tool", "tool_call_id": call_id, "name": SUMMARIZATION_TOOL, "content": summary}
     return BodyPair(ai, (tool,), (lineage, lineage))
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from summarizer import SummarizerConfig, parse_chain
@@ -27,7 +27,6 @@ def test_sizes_add_up_at_every_level(chain):
 
 
 @given(chains(), small_configs())
-@settings(max_examples=80)
 def test_summarizing_keeps_every_invariant(chain, config):
     """Strict re-parse, paired calls, newest pair untouched, lineage, never more messages, idempotence."""
     assert_summarize_invariants(chain, config)
