@@ -157,8 +157,8 @@ def _finding_value(kind: str, match: re.Match[str]) -> str | None:
     value = groups["value"]
     if kind == "credential" and value.split("\\", 1)[-1].startswith(":"):
         return None  # "[+] essos.local\:" is an anonymous (null) session, not a credential
-    if kind == "password" and value.lower() in _PLACEHOLDER_SECRETS:
-        return None
+    if kind == "password" and (value.lower() in _PLACEHOLDER_SECRETS or any(c in value for c in "[](){}")):
+        return None  # "password = args[++i]" is code reading a password, not a password
     if kind == "hash" and len(value) > _HASH_CAP_CHARS:
         return value[:_HASH_CAP_CHARS] + "…"
     return value

@@ -152,6 +152,7 @@ def test_it_finds_what_pentest_tools_report(line, kind, value):
         "* Passwords.: 14344385",
         "nxc smb 10.0.0.9 -u '' -p ''",
         "Password: ******",
+        "const password = args[++i];",
     ],
 )
 def test_it_ignores_policy_lines_and_empty_secrets(line):
