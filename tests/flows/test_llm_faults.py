@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from flows.llm import ContextOverflowError, RetryableProviderError, SummaryFailed, chat_callable_for, summarize_callable_for
 from flows.models import LLMCall
 from flows.services import flow_create
-from summarizer import is_context_overflow_error, observed_token_count
+from summarizer.overflow import is_context_overflow_error, observed_token_count
 
 from .llm_fakes import (close_connection, closed_port_url, completion, fake_endpoint, json_reply,  # noqa: F401
                         llm_isolation, make_provider, raw_reply, sleep_then)
