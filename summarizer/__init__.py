@@ -14,6 +14,15 @@ from .messages import MessageError, validate_messages
 from .restore import prepare_provider_switch, restore_chain
 from .summarize import SummarizeResult, asummarize_chain, summarize_chain
 from .tokens import MissingEncoding, count_tokens, message_tokens
+from .compact import FitResult, compact_now, fit_to_window, overflow_compactor
+from .compaction_errors import (CompactionFailed, ContextTooLarge, OverflowRecoveryFailed, RetryableProviderError,
+                                SummarizeAborted)
+from .fallback import retry_call, summarize_with_fallback
+from .fit_plan import FitPlan, effective_reserve, plan_fit
+from .overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
+from .providers import get_compaction_provider, register_compaction_provider, unregister_compaction_provider
+from .prune import PruneSettings, prune_view
+from .validate_view import InvalidView, assert_valid_view
 
 __all__ = [
     # engine (chain AST, PentAGI passes)
@@ -23,4 +32,10 @@ __all__ = [
     "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch",
     # tokens (TOOLS helper)
     "count_tokens", "message_tokens", "MissingEncoding",
+    # window fit and compaction (COMPACT helper)
+    "fit_to_window", "FitResult", "compact_now", "overflow_compactor", "ContextTooLarge", "CompactionFailed",
+    "OverflowRecoveryFailed", "RetryableProviderError", "SummarizeAborted", "retry_call", "summarize_with_fallback",
+    "FitPlan", "plan_fit", "effective_reserve", "is_context_overflow_error", "observed_token_count",
+    "call_with_overflow_recovery", "register_compaction_provider", "get_compaction_provider",
+    "unregister_compaction_provider", "prune_view", "PruneSettings", "assert_valid_view", "InvalidView",
 ]
