@@ -186,11 +186,11 @@ def test_preview_validates_settings_and_passes_the_merged_values(api_client, mak
     chain = make_chain(messages=tool_round)
     with mock.patch("flows.services.views.chain_preview", return_value={"view": [], "stats": {}}) as preview:
         resp = api_client.post(f"/api/chains/{chain.pk}/preview", {"settings": {"last_sec_bytes": 20000}})
-        bad = api_client.post(f"/api/chains/{chain.pk}/preview", {"settings": {"max_bp_bytes": 999999}})
+        bad = api_client.post(f"/api/chains/{chain.pk}/preview", {"settings": {"keep_qa_sections": 50}})
     assert resp.status_code == 200 and resp.json() == {"view": [], "stats": {}}
     passed = preview.call_args.kwargs["settings"]
     assert passed["last_sec_bytes"] == 20000 and passed["max_qa_sections"] == 10
-    assert bad.status_code == 400 and "max_bp_bytes" in bad.json()["detail"]
+    assert bad.status_code == 400 and "keep_qa_sections" in bad.json()["detail"]
     assert preview.call_count == 1
 
 

@@ -41,9 +41,9 @@ def test_an_owner_changes_their_flows_override_only(api_client, make_flow):
 
 def test_invalid_settings_are_a_400_with_field_messages_and_create_no_override(api_client, make_flow):
     flow = make_flow()
-    resp = api_client.put(f"/api/settings/agent?flow={flow.pk}", {"settings": {"max_bp_bytes": 60000}})
+    resp = api_client.put(f"/api/settings/agent?flow={flow.pk}", {"settings": {"keep_qa_sections": 50}})
     assert resp.status_code == 400
-    assert resp.json()["error"] == "invalid_settings" and "max_bp_bytes" in resp.json()["detail"]
+    assert resp.json()["error"] == "invalid_settings" and "keep_qa_sections" in resp.json()["detail"]
     assert not SummarizerSettings.objects.filter(flow=flow).exists()
 
 
