@@ -35,6 +35,30 @@ NIKTO_FINDINGS = [
     "/info.php: Output from the phpinfo() function was found.",
     "/icons/README: Apache default file found.",
 ]
+# Realistic linpeas check lines from a fixed vocabulary: real runs repeat the same few paths, and a random
+# path per line would be hundreds of fake "identifiers" for the compaction audit to chase.
+LINPEAS_LINES = [
+    "Operative system: Linux version 5.4.0-150-generic (buildd@lcy02-amd64-047)",
+    "Sudo version 1.8.31", "PATH: /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "Date & uptime: Tue May 14 09:52:10 UTC 2024, up 41 days", "Any sd*/disk* disk in /dev? (limit 20): sda sda1 sda2",
+    "Unmounted file-system? Check if you can mount unmounted devices", "Environment: HISTFILESIZE=0 HISTSIZE=0",
+    "Searching Signature verification failed in dmesg: dmesg Not Found", "Protections: AppArmor enabled, ASLR enabled",
+    "Cleaned processes: root /usr/sbin/apache2 -k start; mysql /usr/sbin/mysqld", "Cron jobs: /etc/crontab /etc/cron.d/backup",
+    "Systemd PATH: /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin", "Analyzing .service files: /etc/systemd/system/backup.service",
+    "Hostname, hosts and DNS: acme-web01 127.0.1.1 nameserver 10.10.5.1", "Active Ports: 0.0.0.0:22 127.0.0.1:3306 0.0.0.0:80",
+    "Can I sniff with tcpdump? No", "Users with console: root, backup, svc_web, jdoe", "Last logons: jdoe pts/0 10.10.5.1",
+    "Useful software: /usr/bin/base64 /usr/bin/curl /usr/bin/nc /usr/bin/perl /usr/bin/python3 /usr/bin/wget",
+    "Installed Compilers: gcc 4:9.3.0-1ubuntu2", "MySQL version: mysql Ver 14.14 Distrib 5.7.42",
+    "Analyzing Apache-Nginx Files: /etc/apache2/sites-enabled/000-default.conf",
+    "Searching passwords in config PHP files: /var/www/html/backup/config.php.bak",
+    "Readable files belonging to root and readable by me but not world readable: none",
+    "Interesting writable files owned by me or writable by everyone: /var/www/html/uploads",
+    "Backup files: /var/backups/passwd.bak /var/backups/shadow.bak (not readable)",
+    "SGID: /usr/bin/wall /usr/bin/ssh-agent /usr/bin/crontab /usr/bin/chage",
+    "Files with capabilities: /usr/bin/ping = cap_net_raw+ep; /usr/bin/mtr-packet = cap_net_raw+ep",
+    "Checking misconfigurations of ld.so: /etc/ld.so.conf include /etc/ld.so.conf.d/*.conf",
+    "Searching ssl/ssh files: /etc/ssh/ssh_host_ed25519_key.pub", "Mails: /var/mail/jdoe",
+]
 USERS = ["jdoe", "backup", "svc_web", "mlopez", "deploy", "admin", "www-data"]
 
 
@@ -123,7 +147,7 @@ def nikto(rng: random.Random, host: str, port: int) -> str:
              "---------------------------------------------------------------------------",
              "+ Server: Apache/2.4.41 (Ubuntu)"]
     for finding in NIKTO_FINDINGS:
-        lines.append(f"+ {finding} See: https://www.netsparker.com/web-vulnerability-scanner/vulnerabilities/{_word(rng)}/")
+        lines.append(f"+ {finding} See: https://cwe.mitre.org/data/definitions/{rng.choice((16, 200, 284, 530, 693))}.html")
     lines += [f"+ {rng.randint(7800, 8200)} requests: 0 error(s) and {len(NIKTO_FINDINGS)} item(s) reported on remote host",
               "+ End Time:           2024-05-14 09:33:47 (GMT0) (165 seconds)",
               "---------------------------------------------------------------------------", "+ 1 host(s) tested"]
@@ -209,10 +233,9 @@ def linpeas(rng: random.Random, user: str) -> str:
              "LEGEND:", "  RED/YELLOW: 95% a PE vector", "  RED: You should take a look to it"]
     for section in sections:
         lines.append(f"════════════════════════════════════╣ {section} ╠════════════════════════════════════")
-        for _ in range(rng.randint(14, 24)):
-            lines.append(f"╔══════════╣ {_word(rng, 6)} {_word(rng, 9)}: /usr/{_word(rng, 5)}/{_word(rng, 7)} "
-                         f"-rwxr-xr-x 1 root root {rng.randint(1000, 900000)} {rng.choice(['Jan', 'Mar', 'Jul'])} "
-                         f"{rng.randint(1, 28)} 2023")
+        for line in rng.sample(LINPEAS_LINES, rng.randint(12, 18)):
+            lines.append(f"╔══════════╣ {line}")
+            lines.append("╚ https://book.hacktricks.xyz/linux-hardening/privilege-escalation")
         if section.startswith("SUID"):
             lines.append("-rwsr-xr-x 1 root root 55K Feb  7  2022 /usr/bin/find  --->  GTFOBins: find . -exec /bin/sh -p \\;")
         if section == "Users Information":

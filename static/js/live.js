@@ -7,7 +7,7 @@
 
 const PREVIEW_CHARS = 240;
 const BACKOFF_MS = [1000, 2000, 4000, 8000, 15000];
-const NOTICE_LIMIT = 4;
+const NOTICE_LIMIT = 3;
 const CATCH_UP_MAX_ROUNDS = 50;
 
 const state = { ws: null, attempt: 0, lastSeq: 0, toolNames: new Map(), refreshing: false, refreshAgain: false,
@@ -91,7 +91,7 @@ function appendMessages(messages) {
     }
   }
   if (added && band) band.hidden = false;
-  if (!live && messages.length) notice(`New messages up to #${state.lastSeq}: open the newest page to see them.`);
+  if (!live && messages.length) notice(`New messages up to #${state.lastSeq}: open the newest page to see them.`, "", "new");
 }
 
 async function fetchJSON(url) {
@@ -158,11 +158,15 @@ async function refreshPanel() {
   }
 }
 
-function notice(text, kind) {
+// One line per notice (full text on hover); a compaction's "started" line is replaced by its outcome.
+function notice(text, kind, key) {
   const box = document.getElementById("notices");
   if (!box) return;
   const n = el("div", `notice${kind ? ` is-${kind}` : ""}`, text);
-  box.prepend(n);
+  n.title = text;
+  if (key) n.dataset.key = key;
+  const old = key && [...box.children].find((c) => c.dataset.key === key);
+  if (old) old.replaceWith(n); else box.prepend(n);
   while (box.children.length > NOTICE_LIMIT) box.lastElementChild.remove();
 }
 
@@ -177,18 +181,18 @@ function onEvent(ev) {
       refreshPanel();
       break;
     case "compaction.started":
-      notice(`Compaction started (${ev.trigger})…`);
+      notice(`Compaction started (${ev.trigger})…`, "", `event-${ev.event_id}`);
       break;
     case "compaction.completed": {
       notice(`Compaction complete (${ev.trigger}): ${kb(ev.bytes_before)} → ${kb(ev.bytes_after)}, `
-        + `${ev.tokens_before} → ${ev.tokens_after} tokens, ${ev.calls} call(s), ${ev.duration_ms} ms`, "ok");
+        + `${ev.tokens_before} → ${ev.tokens_after} tokens, ${ev.calls} call(s), ${ev.duration_ms} ms`, "ok", `event-${ev.event_id}`);
       const count = document.getElementById("compactions-count");
       if (count && ev.compactions !== undefined) count.textContent = String(ev.compactions);
       refreshPanel();
       break;
     }
     case "compaction.failed":
-      notice(`Compaction failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed");
+      notice(`Compaction failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed", `event-${ev.event_id}`);
       refreshPanel();
       break;
     default:
