@@ -11,6 +11,8 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,7 +22,7 @@ import pytest
 SHUTDOWN_POLL_SECONDS = 0.02  # serve_forever's default (0.5 s) would make every test's teardown slow
 
 __all__ = ["FakeEndpoint", "Reply", "completion", "json_reply", "raw_reply", "close_connection", "sleep_then",
-           "closed_port_url", "start_fake_endpoint", "fake_endpoint", "llm_isolation", "make_provider"]
+           "closed_port_url", "start_fake_endpoint", "running_endpoint", "isolate_llm", "make_provider"]
 
 
 @dataclass(frozen=True)
@@ -136,16 +138,18 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-# --- fixtures shared by the flows.llm test modules (imported there by name) ---
-@pytest.fixture
-def fake_endpoint():
+# --- pieces of the fixtures of the flows.llm test modules ---
+
+@contextmanager
+def running_endpoint() -> Iterator[FakeEndpoint]:
     endpoint = start_fake_endpoint()
-    yield endpoint
-    endpoint.stop()
+    try:
+        yield endpoint
+    finally:
+        endpoint.stop()
 
 
-@pytest.fixture
-def llm_isolation(monkeypatch):
+def isolate_llm(monkeypatch: pytest.MonkeyPatch) -> None:
     """No env provider leaks in, no summary cached by an earlier test, back-off measured in milliseconds."""
     from flows.llm import callables, client
 
@@ -153,8 +157,6 @@ def llm_isolation(monkeypatch):
                  "LLM_SERVER_CONTEXT_TOKENS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(client, "BACKOFF_BASE_SECONDS", 0.001)
-    callables.clear_summary_caches()
-    yield
     callables.clear_summary_caches()
 
 

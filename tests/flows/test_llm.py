@@ -12,9 +12,22 @@ from flows.settings_registry import settings_for
 from summarizer.extractive import make_extractive
 from summarizer.tokens import count_tokens
 
-from .llm_fakes import completion, fake_endpoint, json_reply, llm_isolation, make_provider  # noqa: F401
+from .llm_fakes import completion, isolate_llm, json_reply, make_provider, running_endpoint
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("llm_isolation")]
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def fake_endpoint():
+    with running_endpoint() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(autouse=True)
+def _isolated_llm(monkeypatch):
+    isolate_llm(monkeypatch)
+    yield
+    isolate_llm(monkeypatch)
 
 PROMPT = "<instructions>condense</instructions>\n\n<messages>nmap found 22/tcp and 80/tcp on 10.0.0.5</messages>"
 
@@ -144,7 +157,7 @@ def test_an_explicit_compaction_model_on_a_named_provider_never_falls_back(fake_
     make_provider("http://127.0.0.1:9/v1", name="main")
     make_provider(fake_endpoint.url, name="cheap", default=False, max_attempts=2)
     _compaction_settings(flow, compaction_model="cheap/mini-model", fallback_models="backup-a")
-    fake_endpoint.queue(json_reply(500, {"error": {"message": "boom"}}), json_reply(500, {"error": {"message": "boom"}}))
+    fake_endpoint.queue(*[json_reply(500, {"error": {"message": "boom"}})] * 2)
     with pytest.raises(SummaryFailed, match="HTTP 500"):
         summarize_callable_for(flow=flow, purpose="compaction")(PROMPT)
     assert [r["json"]["model"] for r in fake_endpoint.requests] == ["mini-model", "mini-model"]
@@ -198,3 +211,14 @@ def test_an_error_that_echoes_the_api_key_is_stored_masked(fake_endpoint, flow):
     stored = LLMCall.objects.get().error
     assert "HTTP 401" in stored and "sk-test-secret-key-1234" not in stored
     assert "sk-test-secret-key-1234" not in str(caught.value)
+
+
+def test_the_public_surface_is_pinned():
+    import flows.llm
+    import flows.providers
+
+    assert set(flows.llm.__all__) == {
+        "summarize_callable_for", "chat_callable_for", "provider_from_env", "plan_for", "Plan", "Target", "PURPOSES",
+        "clear_summary_caches", "complete", "Completion", "LLMError", "ProviderError", "RetryableProviderError",
+        "ContextOverflowError", "SummaryFailed", "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT"}
+    assert {"provider_from_env", "provider_for", "discover_window", "model_window_for"} <= set(flows.providers.__all__)
