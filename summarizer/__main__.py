@@ -1,0 +1,4 @@
+"""`python -m summarizer …`: see summarizer.cli."""
+from summarizer.cli import main
+
+raise SystemExit(main())
