@@ -8,6 +8,7 @@ The tests skip only when the `llm` extra (llama-cpp-python, the model package) c
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 
 N_CTX_TOKENS = 2048
 MODEL_ALIAS = "gemma-3-270m"
-MODEL_DIR = Path.home() / ".cache" / "pentagi-web" / "models"
+MODEL_DIR = Path(os.environ.get("PENTAGI_MODEL_CACHE", Path.home() / ".cache" / "pentagi-web" / "models"))
 SERVER_START_TIMEOUT_SECONDS = 120.0
 SERVER_STOP_TIMEOUT_SECONDS = 15.0
 POLL_INTERVAL_SECONDS = 0.25
