@@ -102,12 +102,14 @@ def window_for(*, flow: Any, row: SummarizerSettings) -> tuple[int, int] | None:
     """(window tokens, reserve tokens) of the flow's model, or None when the window is unknown (step skipped)."""
     from flows.providers import model_window_for
 
+    from summarizer.compact import effective_reserve
+
     window, max_output, _source = model_window_for(flow=flow)
     if not window:
         return None
     cap = int(window * DEFAULT_RESERVE_SHARE)
-    reserve = row.reserve_tokens if row.reserve_tokens is not None else min(max_output or cap, cap)
-    return window, reserve
+    given = row.reserve_tokens if row.reserve_tokens is not None else (min(max_output, cap) if max_output else None)
+    return window, effective_reserve(window, given, flow.model_name or None)
 
 
 def _elapsed_ms(started: float) -> int:

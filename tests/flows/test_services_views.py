@@ -1,0 +1,177 @@
+"""chain_summarize / chain_fit / chain_preview: views are versioned, lineage is in raw seqs, saves are safe."""
+from __future__ import annotations
+
+import pytest
+
+from flows.models import ChainView, Message, ModelWindow, Outcome, Section, SummaryEvent
+from flows.services import chain_append
+from flows.services.views import chain_fit, chain_preview, chain_summarize, load_state, save_view, view_current
+from tests.flows.pipeline_support import FakeSummarizer, grow, small_budgets, turn, use_summarizer
+
+pytestmark = pytest.mark.django_db
+
+
+def _raw(chain):
+    return [m.to_dict() for m in Message.objects.filter(chain=chain).order_by("seq")]
+
+
+def test_the_first_summarization_builds_a_view_of_the_raw_chain(make_chain, tool_round, monkeypatch):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    chain = make_chain(tool_round)
+    event = chain_summarize(chain_id=chain.pk)
+    view = view_current(chain=chain)
+    assert view.version == 1
+    assert view.messages == tool_round
+    assert view.lineage == [[1], [2], [3], [4], [5]]
+    assert view.raw_seq_to == 5
+    assert event.outcome == Outcome.SKIPPED and event.calls == 0
+    assert event.view_id == view.pk
+    sections = list(Section.objects.filter(view=view))
+    assert len(sections) == 1
+    assert sections[0].pairs[0]["raw_seqs"] == [3, 4] and sections[0].pairs[0]["view_range"] == [2, 4]
+    assert sections[0].header["human_preview"] == "scan 10.0.0.5"
+
+
+def test_summarizing_again_without_new_messages_records_nothing(make_chain, tool_round, monkeypatch):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    chain = make_chain(tool_round)
+    chain_summarize(chain_id=chain.pk)
+    assert chain_summarize(chain_id=chain.pk) is None
+    assert ChainView.objects.filter(chain=chain).count() == 1
+    assert SummaryEvent.objects.filter(chain=chain).count() == 1
+
+
+def test_the_next_turn_is_summarized_on_top_of_the_previous_view(make_chain, monkeypatch):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    chain = grow(make_chain(), range(1))
+    chain_summarize(chain_id=chain.pk)
+    first = view_current(chain=chain)
+    grow(chain, range(1, 2))
+    chain_summarize(chain_id=chain.pk)
+    view = view_current(chain=chain)
+    assert view.version == 2 and view.raw_seq_to == chain.last_seq
+    # the new turn (the newest section) is verbatim at the end, each message standing for its own raw seq
+    assert view.messages[-4:] == _raw(chain)[-4:]
+    assert view.lineage[-4:] == [[seq] for seq in range(chain.last_seq - 3, chain.last_seq + 1)]
+    # the older section was condensed (PentAGI stage A) and stands for the raw messages it replaced
+    assert view.messages[0] == first.messages[0] and len(view.messages) < chain.last_seq
+
+
+def test_older_sections_are_summarized_with_lineage_in_raw_seqs(make_chain, monkeypatch):
+    fake = FakeSummarizer()
+    use_summarizer(monkeypatch, fake)
+    chain = make_chain()
+    small_budgets(chain)
+    grow(chain, range(6))
+    event = chain_summarize(chain_id=chain.pk)
+    view = view_current(chain=chain)
+    assert event.outcome == Outcome.OK
+    assert event.calls == fake.calls > 0
+    assert len(view.messages) < chain.last_seq
+    assert view.byte_size < event.bytes_before
+    # every raw message is still accounted for by exactly the view messages that stand for it
+    covered = {seq for lineage in view.lineage for seq in lineage}
+    assert covered == set(range(1, chain.last_seq + 1))
+    assert "summary #" in event.summary_text
+    assert event.covered and all(lo <= hi for lo, hi in event.covered)
+    assert any(p["summary"] for s in Section.objects.filter(view=view) for p in s.pairs)
+
+
+def test_a_failed_summarizer_is_recorded_and_the_new_messages_still_reach_the_view(make_chain, monkeypatch):
+    use_summarizer(monkeypatch, FakeSummarizer(fail="endpoint refused the connection"))
+    chain = make_chain()
+    small_budgets(chain)
+    grow(chain, range(6))
+    event = chain_summarize(chain_id=chain.pk)
+    assert event.outcome == Outcome.FAILED
+    assert "endpoint refused the connection" in event.reason
+    assert view_current(chain=chain).messages == _raw(chain)
+
+
+def test_a_stale_run_never_overwrites_a_newer_view(make_chain, tool_round, monkeypatch):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    chain = make_chain(tool_round)
+    stale = load_state(chain.pk)
+    chain_summarize(chain_id=chain.pk)
+    assert save_view(stale, messages=stale.messages, lineage=stale.lineage, steps=[], snapshot={},
+                     notify=False) is None
+    assert list(ChainView.objects.filter(chain=chain).values_list("version", flat=True)) == [1]
+
+
+def test_a_run_that_loses_the_race_starts_over_from_the_newer_view(make_chain, monkeypatch):
+    """While the first run summarizes, another turn is appended and summarized: the first run retries."""
+    chain = make_chain()
+    small_budgets(chain)
+    grow(chain, range(6))
+    inner = FakeSummarizer()
+    state = {"raced": False}
+
+    def racing(prompt: str) -> str:
+        if not state["raced"]:
+            state["raced"] = True
+            use_summarizer(monkeypatch, inner)
+            chain_append(chain=chain, messages=turn(6))
+            chain_summarize(chain_id=chain.pk)
+        return "outer summary"
+
+    use_summarizer(monkeypatch, racing)
+    chain_summarize(chain_id=chain.pk)
+    versions = list(ChainView.objects.filter(chain=chain).order_by("version").values_list("version", flat=True))
+    assert versions == list(range(1, len(versions) + 1))
+    chain.refresh_from_db()
+    assert chain.view_version == versions[-1]
+    assert view_current(chain=chain).raw_seq_to == chain.last_seq
+    assert not SummaryEvent.objects.filter(chain=chain, outcome=Outcome.RUNNING).exists()
+
+
+def test_a_known_small_window_records_a_separate_window_event(make_chain, monkeypatch):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    chain = make_chain(model_name="tiny-test-model")
+    small_budgets(chain, last_sec_bytes=64 * 1024, max_bp_bytes=16 * 1024, max_qa_bytes=256 * 1024,
+                  max_qa_sections=100, keep_recent_tokens=1500)
+    ModelWindow.objects.create(model="tiny-test-model", context_window=8000, max_output_tokens=500)
+    # one long section (a single ask, many tool rounds): within the byte budgets, beyond the window
+    rounds = [turn(i, output_bytes=2500)[1:3] for i in range(12)]
+    chain_append(chain=chain, messages=[{"role": "system", "content": "You are a pentester."}, turn(0)[0],
+                                        *[m for pair in rounds for m in pair]])
+    turn_event = chain_summarize(chain_id=chain.pk)
+    window_event = SummaryEvent.objects.get(chain=chain, trigger="window")
+    assert turn_event.trigger == "turn"
+    assert window_event.outcome == Outcome.OK, window_event.reason
+    assert window_event.tokens_after < window_event.tokens_before
+    assert view_current(chain=chain).token_count <= 8000 - 500
+    chain.refresh_from_db()
+    assert chain.compactions == 1
+
+
+def test_an_unknown_window_skips_the_fit(make_chain, monkeypatch):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    chain = grow(make_chain(model_name="no-such-model-anywhere"), range(3))
+    assert chain_fit(chain_id=chain.pk) is not None  # the new raw messages still get a view
+    assert not SummaryEvent.objects.filter(chain=chain, outcome=Outcome.OK).exists()
+    assert chain_fit(chain_id=chain.pk) is None
+
+
+def test_the_preview_saves_nothing_and_is_deterministic(make_chain):
+    chain = make_chain()
+    grow(chain, range(6))
+    counts = (ChainView.objects.count(), SummaryEvent.objects.count(), Message.objects.count())
+    settings = {"last_sec_bytes": 2048, "max_bp_bytes": 1024, "max_qa_sections": 2, "max_qa_bytes": 4096}
+    first = chain_preview(chain=chain, settings=settings)
+    second = chain_preview(chain=chain, settings=settings)
+    assert (ChainView.objects.count(), SummaryEvent.objects.count(), Message.objects.count()) == counts
+    assert first == second
+    stats = first["stats"]
+    assert stats["calls"] > 0 and stats["bytes_after"] < stats["bytes_before"]
+    assert stats["bytes_saved"] == stats["bytes_before"] - stats["bytes_after"]
+    assert 0 <= stats["identifier_retention"] <= 1
+    assert first["current"]["messages"] == chain.last_seq  # no view yet: the raw chain is current
+    assert len(first["lineage"]) == len(first["view"])
+
+
+def test_the_preview_refuses_invalid_settings(make_chain, tool_round):
+    from flows.settings_registry import SettingsError
+
+    chain = make_chain(tool_round)
+    with pytest.raises(SettingsError):
+        chain_preview(chain=chain, settings={"last_sec_bytes": "lots"})
