@@ -11,6 +11,7 @@ The raw API key never leaves this module except inside the openai client: logs a
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -171,17 +172,36 @@ def discover_window(provider: ProviderConfig, model: str) -> ModelInfo | None:
     return info
 
 
-def model_window_for(*, flow: Flow | None = None,
-                     model: str | None = None) -> tuple[int | None, int | None, str]:
+_discovery_tried: set[tuple[int, str, str]] = set()
+_discovery_lock = threading.Lock()
+
+
+def _discover_once(provider: ProviderConfig | None, model: str) -> None:
+    """Ask the endpoint once per process and model: a listing without windows must not cost a request per fit."""
+    if provider is None or provider.kind != ProviderKind.OPENAI:
+        return
+    key = (provider.pk, provider.base_url, model)
+    with _discovery_lock:
+        if key in _discovery_tried:
+            return
+        _discovery_tried.add(key)
+    discover_window(provider, model)
+
+
+def model_window_for(*, flow: Flow | None = None, model: str | None = None,
+                     discover: bool = True) -> tuple[int | None, int | None, str]:
     """(context_window, max_output_tokens, source) of the flow's model; source is the row's source
-    ("admin", "env"), "discovered", "catalog", or "unknown" with both sizes None."""
+    ("admin", "env"), "discovered", "catalog", or "unknown" with both sizes None.
+
+    With `discover`, a model that has no row yet is looked up once on the flow's endpoint (GET /models).
+    """
+    provider = provider_for(flow=flow) if flow is not None else None
     if not model and flow is not None:
-        model = flow.model_name
-        if not model:
-            provider = provider_for(flow=flow)
-            model = provider.model if provider is not None else ""
+        model = flow.model_name or (provider.model if provider is not None else "")
     if not model:
         return None, None, "unknown"
+    if discover and not ModelWindow.objects.filter(model=model).exists():
+        _discover_once(provider, model)
     # One row per model: discovery never overwrites an override, so the row's source is the winner.
     row = ModelWindow.objects.filter(model=model).first()
     if row is not None:

@@ -67,6 +67,7 @@ class FakeEndpoint:
     script: deque[Reply] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     models_payload: Any = field(default_factory=lambda: {"object": "list", "data": []})
+    model_listings: int = 0  # GET /models requests served
 
     @property
     def url(self) -> str:
@@ -102,6 +103,7 @@ def _handler(endpoint: FakeEndpoint) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(reply.body)
 
         def do_GET(self) -> None:
+            endpoint.model_listings += 1
             self._send(json_reply(200, endpoint.models_payload))
 
         def do_POST(self) -> None:

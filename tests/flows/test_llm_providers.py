@@ -121,3 +121,14 @@ def test_the_catalog_answers_when_there_is_no_row(flow):
 
 def test_an_unknown_model_has_an_unknown_window():
     assert model_window_for(model="my-homebrew-model-xyz") == (None, None, "unknown")
+
+
+def test_the_flows_endpoint_is_asked_for_an_unknown_window_once(fake_endpoint, flow):
+    fake_endpoint.models_payload = {"data": [{"id": "qwen-local", "context_length": 40960}]}
+    flow.provider = make_provider(fake_endpoint.url)
+    flow.model_name = "qwen-local"
+    flow.save()
+    assert model_window_for(flow=flow) == (40960, None, "discovered")
+    ModelWindow.objects.all().delete()  # not asked again in this process, even without a stored row
+    assert model_window_for(flow=flow) == (None, None, "unknown")
+    assert fake_endpoint.model_listings == 1
