@@ -5,7 +5,9 @@ import pytest
 
 from flows.models import ChainView, Message, ModelWindow, Outcome, Section, SummaryEvent
 from flows.services import chain_append
-from flows.services.views import chain_fit, chain_preview, chain_summarize, load_state, save_view, view_current
+from flows.services.views import (
+    chain_compact, chain_fit, chain_preview, chain_summarize, load_state, save_view, view_current,
+)
 from tests.flows.pipeline_support import FakeSummarizer, grow, small_budgets, turn, use_summarizer
 
 pytestmark = pytest.mark.django_db
@@ -175,3 +177,111 @@ def test_the_preview_refuses_invalid_settings(make_chain, tool_round):
     chain = make_chain(tool_round)
     with pytest.raises(SettingsError):
         chain_preview(chain=chain, settings={"last_sec_bytes": "lots"})
+
+
+# ----------------------------------------------------------------------------------------------- compaction
+
+def _record_broadcasts(monkeypatch) -> list[dict]:
+    sent: list[dict] = []
+    monkeypatch.setattr("flows.services.views.broadcast", lambda chain_id, event: sent.append(dict(event)))
+    return sent
+
+
+def test_manual_compaction_keeps_the_recent_tail_and_counts(make_chain, monkeypatch,
+                                                            django_capture_on_commit_callbacks):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    sent = _record_broadcasts(monkeypatch)
+    chain = make_chain()
+    small_budgets(chain, keep_recent_tokens=400)
+    grow(chain, range(5))
+    with django_capture_on_commit_callbacks(execute=True):
+        event = chain_compact(chain_id=chain.pk, instructions="Focus on ssh")
+    chain.refresh_from_db()
+    view = view_current(chain=chain)
+    assert event.outcome == Outcome.OK and event.trigger == "manual"
+    assert chain.compactions == 1
+    assert view.messages[0]["role"] == "system"
+    assert view.messages[-1] == _raw(chain)[-1]  # the recent tail is verbatim
+    assert [e["type"] for e in sent] == ["compaction.started", "view.updated", "compaction.completed"]
+    assert sent[-1]["compactions"] == 1 and sent[-1]["event_id"] == event.pk
+
+
+def test_manual_compaction_without_a_kept_tail_is_a_hard_checkpoint(make_chain, monkeypatch):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    chain = make_chain()
+    small_budgets(chain, keep_recent_tokens=0)
+    grow(chain, range(5))
+    assert chain_compact(chain_id=chain.pk).outcome == Outcome.OK
+    view = view_current(chain=chain)
+    assert [m["role"] for m in view.messages] == ["system", "user"]
+    assert "summary #" in str(view.messages[1]["content"])
+    grow(chain, range(5, 6))  # later messages continue after the checkpoint
+    chain_summarize(chain_id=chain.pk)
+    assert view_current(chain=chain).messages[-1] == _raw(chain)[-1]
+
+
+def test_with_notifications_off_the_event_is_still_recorded(make_chain, monkeypatch,
+                                                            django_capture_on_commit_callbacks):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    sent = _record_broadcasts(monkeypatch)
+    chain = make_chain()
+    small_budgets(chain, keep_recent_tokens=400, notify_user=False)
+    grow(chain, range(5))
+    with django_capture_on_commit_callbacks(execute=True):
+        event = chain_compact(chain_id=chain.pk)
+    assert SummaryEvent.objects.filter(pk=event.pk, outcome=Outcome.OK).exists()
+    assert [e["type"] for e in sent] == ["view.updated"]
+
+
+def test_a_failed_compaction_keeps_the_view_and_says_why(make_chain, monkeypatch,
+                                                         django_capture_on_commit_callbacks):
+    use_summarizer(monkeypatch, FakeSummarizer())
+    chain = make_chain()
+    small_budgets(chain, keep_recent_tokens=400)
+    grow(chain, range(5))
+    chain_summarize(chain_id=chain.pk)
+    before = view_current(chain=chain)
+    use_summarizer(monkeypatch, FakeSummarizer(fail="503 overloaded"))
+    sent = _record_broadcasts(monkeypatch)
+    with django_capture_on_commit_callbacks(execute=True):
+        event = chain_compact(chain_id=chain.pk)
+    assert event.outcome == Outcome.FAILED and "503 overloaded" in event.reason
+    assert view_current(chain=chain).pk == before.pk
+    assert sent[-1]["type"] == "compaction.failed" and "503 overloaded" in sent[-1]["reason"]
+    chain.refresh_from_db()
+    assert chain.compactions == 0
+
+
+def test_hooks_get_counts_and_a_failing_hook_is_not_fatal(make_chain, monkeypatch,
+                                                          django_capture_on_commit_callbacks):
+    from flows.signals import after_compaction, before_compaction
+
+    use_summarizer(monkeypatch, FakeSummarizer())
+    seen: list[tuple[str, dict]] = []
+
+    def broken(**kwargs):
+        raise RuntimeError("integration bug")
+
+    def before(**kwargs):
+        seen.append(("before", kwargs))
+
+    def after(**kwargs):
+        seen.append(("after", kwargs))
+
+    for signal, receiver in ((before_compaction, broken), (before_compaction, before), (after_compaction, after)):
+        signal.connect(receiver)
+    try:
+        chain = make_chain()
+        small_budgets(chain, keep_recent_tokens=400)
+        grow(chain, range(5))
+        with django_capture_on_commit_callbacks(execute=True):
+            event = chain_compact(chain_id=chain.pk)
+    finally:
+        before_compaction.disconnect(broken)
+        before_compaction.disconnect(before)
+        after_compaction.disconnect(after)
+    assert event.outcome == Outcome.OK
+    (_, b), (_, a) = seen
+    assert b["message_count"] == chain.last_seq and b["token_count"] > 0
+    assert a["compacted_count"] > 0 and a["message_count"] < b["message_count"]
+    assert a["event_id"] == event.pk and a["token_count"] < b["token_count"]
