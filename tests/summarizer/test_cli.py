@@ -169,7 +169,7 @@ class _FakeLLM(BaseHTTPRequestHandler):
 def llm_server():
     _FakeLLM.mode, _FakeLLM.requests = "ok", []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeLLM)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
