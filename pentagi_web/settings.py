@@ -134,9 +134,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("MAX_REQUEST_BYTES", 16 * 1024 
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
 REDIS_URL = os.environ.get("REDIS_URL", "").rstrip("/")
+# Namespace for every Redis key we write (broker queues, unacked sets, channel groups), so deployments or test
+# runs can share one Redis without taking each other's tasks or events.
+REDIS_KEY_PREFIX = os.environ.get("REDIS_KEY_PREFIX", "")
 if REDIS_URL:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL + "/1"]}}
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                    "CONFIG": {"hosts": [REDIS_URL + "/1"], "prefix": REDIS_KEY_PREFIX + "asgi"}}
     }
     CELERY_BROKER_URL = REDIS_URL + "/0"
     CELERY_RESULT_BACKEND = REDIS_URL + "/0"
@@ -152,6 +156,8 @@ CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task gets its task re-delive
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", 300))}
+if REDIS_KEY_PREFIX:
+    CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = REDIS_KEY_PREFIX
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
