@@ -12,6 +12,7 @@ import logging
 from typing import Any, Callable
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent
+from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
@@ -69,6 +70,8 @@ def _known_error(exc: Exception) -> JsonResponse | None:
         return error_response(400, "invalid_settings", exc.errors)
     if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent)):
         return error_response(413, "payload_too_large", "the request body is too large")
+    if isinstance(exc, DataError):  # a value the database cannot hold (checked earlier where we know of one)
+        return error_response(400, "unstorable_value", "a value does not fit the database")
     if isinstance(exc, MultiPartParserError):
         return error_response(400, "malformed_multipart", f"the multipart body is broken: {exc}")
     if isinstance(exc, (Http404, ObjectDoesNotExist)):

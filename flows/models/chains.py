@@ -6,6 +6,11 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from .fields import NulSafeJSONDecoder, NulSafeJSONEncoder
+
+# Agent text may contain NUL characters, which PostgreSQL's jsonb refuses: store them escaped (see fields.py).
+SAFE_JSON = {"encoder": NulSafeJSONEncoder, "decoder": NulSafeJSONDecoder}
+
 AGENT_TYPES = [
     "primary_agent", "pentester", "coder", "installer", "searcher", "memorist", "enricher",
     "generator", "refiner", "reporter", "adviser", "reflector", "assistant",
@@ -91,11 +96,12 @@ class Message(models.Model):
     chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="messages")
     seq = models.IntegerField(help_text="1-based, contiguous within the chain")
     role = models.CharField(max_length=16, choices=[(r, r) for r in ROLES])
-    content = models.JSONField(null=True, blank=True, help_text="string, null or a list of content parts")
-    tool_calls = models.JSONField(null=True, blank=True)
+    content = models.JSONField(null=True, blank=True, help_text="string, null or a list of content parts",
+                               **SAFE_JSON)
+    tool_calls = models.JSONField(null=True, blank=True, **SAFE_JSON)
     tool_call_id = models.CharField(max_length=200, blank=True, default="")
     name = models.CharField(max_length=200, blank=True, default="")
-    reasoning = models.JSONField(null=True, blank=True)
+    reasoning = models.JSONField(null=True, blank=True, **SAFE_JSON)
     byte_size = models.IntegerField(default=0, help_text="PentAGI size of the message (UTF-8 bytes)")
     token_count = models.IntegerField(null=True, blank=True, help_text="cached token estimate")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -131,7 +137,7 @@ class ChainView(models.Model):
 
     chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="views")
     version = models.IntegerField()
-    messages = models.JSONField(default=list)
+    messages = models.JSONField(default=list, **SAFE_JSON)
     lineage = models.JSONField(default=list, help_text="per view message, the raw seqs it stands for")
     raw_seq_from = models.IntegerField(default=0)
     raw_seq_to = models.IntegerField(default=0, help_text="newest raw seq this view includes")
@@ -150,7 +156,8 @@ class Section(models.Model):
 
     view = models.ForeignKey(ChainView, on_delete=models.CASCADE, related_name="sections")
     index = models.IntegerField()
-    header = models.JSONField(default=dict, help_text="{'system_bytes', 'human_bytes', 'human_preview'}")
+    header = models.JSONField(default=dict, help_text="{'system_bytes', 'human_bytes', 'human_preview'}",
+                              **SAFE_JSON)
     pairs = models.JSONField(default=list, help_text="[{'kind', 'size', 'summary', 'raw_seqs'}]")
     byte_size = models.IntegerField(default=0)
 

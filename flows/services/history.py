@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 MAX_BATCH_MESSAGES = 1000
 MAX_IMPORT_MESSAGES = 100_000  # an imported transcript is one batch; only the per-message cap still applies
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one message, JSON-encoded
+MAX_ID_CHARS = 200  # Message.tool_call_id / name columns
 EVENT_MESSAGES_MAX_BYTES = 512 * 1024  # live event payload cap; pages fetch the rest by seq
 
 
@@ -157,6 +158,9 @@ def _validate_batch(messages: Any, max_messages: int = MAX_BATCH_MESSAGES) -> li
         raise AppendError("invalid_message", exc.reason, index=exc.index if exc.index >= 0 else None,
                           field=exc.field) from None
     for i, msg in enumerate(messages):
+        for key in ("tool_call_id", "name"):
+            if len(msg.get(key) or "") > MAX_ID_CHARS:
+                raise AppendError("invalid_message", f"longer than {MAX_ID_CHARS} characters", index=i, field=key)
         size = len(json.dumps(msg, ensure_ascii=False).encode("utf-8"))
         if size > MAX_MESSAGE_BYTES:
             raise AppendError("message_too_large", f"{size} bytes, at most {MAX_MESSAGE_BYTES}", index=i,

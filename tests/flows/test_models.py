@@ -71,3 +71,24 @@ def test_an_archived_segment_refuses_appends_and_names_the_active_one(make_chain
     with pytest.raises(AppendError) as info:
         chain_append(chain=old, messages=[{"role": "user", "content": "more"}])
     assert info.value.status == 409 and info.value.extra["active_chain_id"] == successor.pk
+
+
+def test_nul_characters_in_agent_text_are_stored_and_read_back_exactly(make_chain):
+    from flows.models.fields import ESCAPE
+
+    text = f"before\x00after {ESCAPE} literal"
+    chain = make_chain(messages=[{"role": "user", "content": text},
+                                 {"role": "assistant", "content": [{"type": "text", "text": "\x00"}]}])
+    rows = list(Message.objects.filter(chain=chain).order_by("seq"))
+    assert rows[0].content == text and rows[1].content == [{"type": "text", "text": "\x00"}]
+
+
+def test_an_over_long_tool_call_id_is_refused_before_the_database(make_chain):
+    from flows.services import AppendError
+
+    chain = make_chain(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": None,
+                                 "tool_calls": [{"id": "c" * 300, "type": "function",
+                                                 "function": {"name": "t", "arguments": "{}"}}]}])
+    with pytest.raises(AppendError) as info:
+        chain_append(chain=chain, messages=[{"role": "tool", "tool_call_id": "c" * 300, "content": "r"}])
+    assert (info.value.index, info.value.field) == (0, "tool_call_id")
