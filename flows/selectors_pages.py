@@ -6,10 +6,10 @@ with `.values()` (no message bodies).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum, TextField
+from django.db.models import Count, OuterRef, Q, Subquery, Sum, TextField
 from django.db.models.functions import Cast
 from django.http import Http404
 
