@@ -25,6 +25,9 @@ SERVER_START_TIMEOUT_SECONDS = 120.0
 SERVER_STOP_TIMEOUT_SECONDS = 15.0
 POLL_INTERVAL_SECONDS = 0.25
 LOG_TAIL_CHARS = 3000
+# OpenMP threads spin while waiting by default; on a busy 2-core CI box (tests, workers and the server
+# sharing it) spinning threads starve each other, so let them sleep instead.
+SERVER_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def _require_llm_extra() -> None:
@@ -87,7 +90,8 @@ def llama_server(gemma_model_path: Path, tmp_path_factory: pytest.TempPathFactor
                "--port", str(port), "--n_ctx", str(N_CTX_TOKENS), "--chat_format", "gemma", "--n_threads", "2",
                "--n_threads_batch", "2", "--logits_all", "false", "--model_alias", MODEL_ALIAS]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env={**os.environ, **SERVER_ENV})
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_until_ready(process, base_url, log_path)
