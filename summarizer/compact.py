@@ -178,7 +178,7 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
                           identifier_instructions=identifier_instructions, chunk_tokens=max(window_tokens // 2, 1),
                           summary_budget_tokens=_summary_budget(target - head_tokens - keep))
     cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=summarize, opts=opts,
-                     measure=measure, previous_summary=previous_summary)
+                     measure=measure, previous_summary=previous_summary, must_shrink=True)
     fit.apply_cut(cut)
     if fit.result.error:
         return fit.finish()  # fail closed: the view reached before the failed summary
@@ -213,10 +213,16 @@ def _summary_budget(available_tokens: float) -> int:
 
 
 def _irreducible_tokens(view: list[Message], measure: Callable[[Message], int]) -> int:
-    """System message plus the newest turn (from the last user message on): what no step may drop."""
-    last_user = max((i for i, m in enumerate(view) if m.get("role") == "user"), default=len(view))
-    system = measure(view[0]) if view and view[0].get("role") == "system" else 0
-    return system + sum(measure(m) for m in view[last_user:])
+    """What no step may drop: the system message, the newest user message and the newest tool round (or
+    message) after it."""
+    users = [i for i, m in enumerate(view) if m.get("role") == "user"]
+    last_round = max((i for i, m in enumerate(view) if m.get("role") != "tool"), default=0)
+    keep = {last_round, *range(last_round, len(view))}
+    if users:
+        keep.add(users[-1])
+    if view and view[0].get("role") == "system":
+        keep.add(0)
+    return sum(measure(view[i]) for i in keep)
 
 
 def _raise_too_large(fit: _Fit, window_tokens: int, reserve: int, measure: Callable[[Message], int]) -> None:

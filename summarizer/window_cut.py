@@ -3,7 +3,8 @@
 The view before: [system?] [previous summary message?] older ... | kept tail. The view after:
 [system?] [ONE user summary message] kept tail. A previous summary message is not kept: its text is fed to
 the summarizer with the newly compacted messages and re-distilled into one rolling summary (never an
-ever-growing concatenation). When the kept tail starts with a user message, that message is carried inside
+ever-growing concatenation). A split turn keeps its user message verbatim and summarizes only the turn's
+earlier assistant/tool messages. When the kept tail starts with a user message, that message is carried inside
 the summary message as a second part (see compaction_prompt.summary_message) so the view stays strictly
 parseable. Lineage is tracked throughout: every output message lists the input indices it stands for.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from summarizer.compaction_prompt import parse_summary_message, summary_message
-from summarizer.cutpoints import CutPoint, find_cut_point
+from summarizer.cutpoints import CutPoint, find_cut_point, is_valid_cut_point, turn_start_index
 from summarizer.summary_writer import SummaryOptions, write_summary
 
 __all__ = ["CutResult", "window_cut", "merge_lineage"]
@@ -53,30 +54,56 @@ def _unwrap_previous(view: list[Message], lineage: list[list[int]], head: int
     return view[:head] + view[head + 1:], lineage[:head] + lineage[head + 1:], text, list(lineage[head])
 
 
+def _layout(work: list[Message], cut: CutPoint, head: int) -> tuple[list[int], list[int], list[int]]:
+    """(span, turn prefix, kept) as index lists. The user message of a split turn is kept verbatim (it opens
+    the kept part, so the newest ask is never summarized away); only its assistant/tool prefix is summarized."""
+    if not cut.is_split_turn:
+        return list(range(head, cut.first_kept)), [], list(range(cut.first_kept, len(work)))
+    return (list(range(head, cut.turn_start)), list(range(cut.turn_start + 1, cut.first_kept)),
+            [cut.turn_start, *range(cut.first_kept, len(work))])
+
+
+def _choose_cut(work: list[Message], measure: Callable[[Message], int], keep_recent_tokens: int, head: int,
+                hard: bool, must_shrink: bool) -> tuple[CutPoint, tuple[list[int], list[int], list[int]]]:
+    """The cut by the keep budget; when that leaves nothing to summarize (one long newest turn), the first
+    later valid cut point that does: the view must shrink, even if the tail ends up under the budget."""
+    if hard:
+        cut = CutPoint(first_kept=len(work))
+        return cut, _layout(work, cut, head)
+    cut = find_cut_point(work, keep_recent_tokens=keep_recent_tokens, start=head, tokens=[measure(m) for m in work])
+    layout = _layout(work, cut, head)
+    for later in range(cut.first_kept + 1, len(work) if must_shrink else 0):
+        if layout[0] or layout[1]:
+            break
+        if is_valid_cut_point(work[later]):
+            turn = turn_start_index(work, later, head)
+            cut = CutPoint(first_kept=later, turn_start=turn, is_split_turn=turn != -1 and turn != later)
+            layout = _layout(work, cut, head)
+    return cut, layout
+
+
 def window_cut(view: Sequence[Message], lineage: Sequence[Sequence[int]], *, keep_recent_tokens: int,
                summarize: Callable[[str], str], opts: SummaryOptions, measure: Callable[[Message], int],
-               previous_summary: str | None = None, hard: bool = False) -> CutResult:
-    """Compact `view` before its cut point (or all of it after the system message when `hard`)."""
+               previous_summary: str | None = None, hard: bool = False, must_shrink: bool = False) -> CutResult:
+    """Compact `view` before its cut point (or all of it after the system message when `hard`).
+    `must_shrink` (window fit): when the keep budget leaves nothing to summarize, cut later instead."""
     head = 1 if view and view[0].get("role") == "system" else 0
     work, lin, found, prior = _unwrap_previous(list(view), [list(x) for x in lineage], head)
     previous = previous_summary if previous_summary and previous_summary.strip() else found
-    if hard:
-        cut = CutPoint(first_kept=len(work))
-    else:
-        cut = find_cut_point(work, keep_recent_tokens=keep_recent_tokens, start=head,
-                             tokens=[measure(m) for m in work])
-    span_end = cut.turn_start if cut.is_split_turn else cut.first_kept
-    span, prefix = work[head:span_end], work[span_end:cut.first_kept]
+    cut, (span_ix, prefix_ix, kept_ix) = _choose_cut(work, measure, keep_recent_tokens, head, hard,
+                                                       must_shrink)
     unchanged = CutResult(messages=list(view), lineage=[list(x) for x in lineage], cut=cut, first_kept=head)
-    if not span and not prefix and not (hard and previous):
+    if not span_ix and not prefix_ix and not (hard and previous):
         return unchanged
-    outcome = write_summary(span, summarize=summarize, opts=opts, measure=measure, previous_summary=previous,
-                            prefix=prefix)
+    # The summarizer sees the split turn's user message as context, though the view keeps it verbatim.
+    prefix_ctx = [work[cut.turn_start], *(work[i] for i in prefix_ix)] if prefix_ix else []
+    outcome = write_summary([work[i] for i in span_ix], summarize=summarize, opts=opts, measure=measure,
+                            previous_summary=previous, prefix=prefix_ctx)
     if outcome.error or outcome.text is None:
         unchanged.calls, unchanged.error, unchanged.audit = outcome.calls, outcome.error, outcome.audit
         return unchanged
-    covered = merge_lineage([prior, *lin[head:cut.first_kept]])
-    kept, kept_lin = work[cut.first_kept:], lin[cut.first_kept:]
+    covered = merge_lineage([prior, *(lin[i] for i in span_ix), *(lin[i] for i in prefix_ix)])
+    kept, kept_lin = [work[i] for i in kept_ix], [lin[i] for i in kept_ix]
     if kept and kept[0].get("role") == "user":
         message = summary_message(outcome.text, kept_user=kept[0])
         message_lin = merge_lineage([covered, kept_lin[0]])

@@ -8,6 +8,7 @@ from summarizer.identifiers import extract_identifiers
 
 _USER_BLOCK = re.compile(r"\[user\]\n(.*?)(?:\n\n\[|\n</conversation>|$)", re.DOTALL)
 _RULES_END = "Output only the checkpoint, no preamble."
+_GOAL = re.compile(r"## Goal\n(.*?)\n## ", re.DOTALL)
 
 
 class Checkpoint:
@@ -26,7 +27,8 @@ class Checkpoint:
         body = prompt.split(_RULES_END, 1)[-1]
         ids = [] if self.drop_identifiers else extract_identifiers(body)
         asks = _USER_BLOCK.findall(body)
-        ask = asks[-1][:300] if asks else ""
+        # A merge prompt has no user messages, only earlier checkpoints: carry their goals forward.
+        ask = asks[-1][:300] if asks else " ".join(g for g in _GOAL.findall(body) if g != "Continue.")
         sections = {h: "None." for h in REQUIRED_HEADINGS}
         sections["## Goal"] = ask or "Continue."
         sections["## Critical context"] = "\n".join(ids) or "None."
