@@ -37,24 +37,31 @@ def _text_bytes(messages: Sequence[dict[str, Any]]) -> int:
     return total
 
 
+def _billed_tokens(completion: Completion, estimate: int, model: str) -> tuple[int, int]:
+    """(prompt, completion) tokens to bill: as reported, else our own estimate of each."""
+    prompt = completion.prompt_tokens if completion.prompt_tokens is not None else estimate
+    if completion.completion_tokens is not None:
+        return prompt, completion.completion_tokens
+    return prompt, count_tokens([{"role": "assistant", "content": completion.text}], model=model or None)
+
+
 def record_call(*, provider: ProviderConfig | None, model: str, messages: Sequence[dict[str, Any]],
                 event: SummaryEvent | None, duration_ms: int, completion: Completion | None = None,
                 error: LLMError | None = None, cached: bool = False) -> LLMCall:
-    """Store one call. Provider-reported tokens are kept as reported (None when absent); the cost uses them,
-    or our estimate when the provider reported nothing."""
+    """Store one call: a completion, a failure (`error`), or a summary-cache hit (`cached`, no HTTP call).
+
+    Provider-reported tokens are kept as reported (None when absent) beside our estimate; failed calls and
+    cache hits cost nothing.
+    """
     estimate = count_tokens(list(messages), model=model or None)
-    reported_prompt = completion.prompt_tokens if completion is not None else None
-    reported_completion = completion.completion_tokens if completion is not None else None
-    completion_estimate = (count_tokens([{"role": "assistant", "content": completion.text}], model=model or None)
-                           if completion is not None else 0)
-    cost = 0.0 if cached else call_cost_usd(
-        provider, reported_prompt if reported_prompt is not None else (estimate if completion else 0),
-        reported_completion if reported_completion is not None else completion_estimate)
-    return LLMCall.objects.create(
-        event=event if event is not None and event.pk else None, provider=provider, model=model,
-        prompt_bytes=_text_bytes(messages), estimated_prompt_tokens=estimate,
-        prompt_tokens=None if cached else reported_prompt, completion_tokens=None if cached else reported_completion,
-        cost_usd=cost, duration_ms=duration_ms, cached=cached, ok=error is None,
-        attempts=0 if cached else (completion.attempts if completion is not None else getattr(error, "attempts", 1)),
-        error=scrub_secret(str(error), provider) if error is not None else "",
-    )
+    call = LLMCall(event=event if event is not None and event.pk else None, provider=provider, model=model,
+                   prompt_bytes=_text_bytes(messages), estimated_prompt_tokens=estimate, duration_ms=duration_ms,
+                   cached=cached, ok=error is None, attempts=0 if cached else 1)
+    if completion is not None:
+        call.prompt_tokens, call.completion_tokens = completion.prompt_tokens, completion.completion_tokens
+        call.attempts = completion.attempts
+        call.cost_usd = call_cost_usd(provider, *_billed_tokens(completion, estimate, model))
+    if error is not None:
+        call.attempts, call.error = max(error.attempts, 1), scrub_secret(str(error), provider)
+    call.save()
+    return call
