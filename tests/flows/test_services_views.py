@@ -285,3 +285,20 @@ def test_hooks_get_counts_and_a_failing_hook_is_not_fatal(make_chain, monkeypatc
     assert b["message_count"] == chain.last_seq and b["token_count"] > 0
     assert a["compacted_count"] > 0 and a["message_count"] < b["message_count"]
     assert a["event_id"] == event.pk and a["token_count"] < b["token_count"]
+
+
+def test_an_overflow_forces_a_compaction_even_when_our_count_says_it_fits(make_chain, monkeypatch):
+    """Overflow recovery (§4): the provider's observed token count wins over our estimate."""
+    use_summarizer(monkeypatch, FakeSummarizer())
+    chain = make_chain(model_name="tiny-test-model")
+    small_budgets(chain, last_sec_bytes=64 * 1024, max_bp_bytes=16 * 1024, max_qa_bytes=256 * 1024,
+                  max_qa_sections=100, keep_recent_tokens=1000)
+    ModelWindow.objects.create(model="tiny-test-model", context_window=32000, max_output_tokens=1000)
+    grow(chain, range(8), output_bytes=2000)
+    chain_summarize(chain_id=chain.pk)
+    before = view_current(chain=chain)
+    assert chain_fit(chain_id=chain.pk) is None  # fits by our count, nothing new: nothing to do
+    event = chain_fit(chain_id=chain.pk, trigger="overflow", observed_tokens=40000)
+    assert event.trigger == "overflow" and event.outcome == Outcome.OK, event.reason
+    after = view_current(chain=chain)
+    assert after.version == before.version + 1 and after.token_count < before.token_count
