@@ -17,10 +17,14 @@ from summarizer.compaction_prompt import IDENTIFIERS_HEADING, REQUIRED_HEADINGS
 from summarizer.identifiers import extract_identifiers, missing_identifiers
 
 __all__ = ["AuditResult", "audit_summary", "has_heading", "ask_reflected", "structure_fallback",
-           "NONE_CAPTURED", "MIN_ASK_MATCHES"]
+           "enforced_identifiers", "NONE_CAPTURED", "MIN_ASK_MATCHES", "MAX_ENFORCED_IDENTIFIER_CHARS"]
 
 NONE_CAPTURED = "None captured."
 MIN_ASK_MATCHES = 2
+# Longer "identifiers" are payloads (Kerberos ticket hashes, base64 dumps of several KB): no summary budget can
+# carry them verbatim, so they are not enforced; the memory flush (compaction.md §8) keeps them as flow notes.
+MAX_ENFORCED_IDENTIFIER_CHARS = 200
+_PROBLEM_ID_CHARS = 60
 _STEM_CHARS = 5  # "password" matches "passwords", "migrate" matches "migration"
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9_'-]{2,}")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
@@ -79,15 +83,24 @@ def ask_reflected(ask: str, summary: str) -> bool:
     return found >= min(MIN_ASK_MATCHES, len(terms))
 
 
+def enforced_identifiers(identifiers: Sequence[str]) -> list[str]:
+    """The identifiers the strict audit requires: all but payload-sized runs."""
+    return [i for i in identifiers if len(i) <= MAX_ENFORCED_IDENTIFIER_CHARS]
+
+
+def _short(identifier: str) -> str:
+    return identifier if len(identifier) <= _PROBLEM_ID_CHARS else identifier[:_PROBLEM_ID_CHARS] + "…"
+
+
 def audit_summary(summary: str, *, identifiers: Sequence[str] = (), latest_ask: str | None = None,
                   identifier_policy: str = "strict", headings: Sequence[str] = REQUIRED_HEADINGS) -> AuditResult:
     """Check a compaction summary; `identifiers` are enforced only under the strict policy."""
     problems = [f"missing_section:{h}" for h in headings if not has_heading(summary, h)]
     missing: list[str] = []
     if identifier_policy == "strict" and identifiers:
-        missing = missing_identifiers(list(identifiers), summary)
+        missing = missing_identifiers(enforced_identifiers(identifiers), summary)
         if missing:
-            problems.append("missing_identifiers:" + ", ".join(missing[:20]))
+            problems.append("missing_identifiers:" + ", ".join(_short(m) for m in missing[:20]))
     if latest_ask and not ask_reflected(latest_ask, summary):
         problems.append("latest_user_ask_not_reflected")
     return AuditResult(ok=not problems, problems=problems, missing_identifiers=missing)

@@ -185,7 +185,7 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
     if not fit.fits(target):
         fit.truncate(window_tokens, start=cut.first_kept)
     if not fit.fits(target):
-        _raise_too_large(fit, window_tokens, reserve, measure)
+        _raise_too_large(fit, messages, window_tokens, reserve, measure)
     return fit.finish()
 
 
@@ -225,9 +225,12 @@ def _irreducible_tokens(view: list[Message], measure: Callable[[Message], int]) 
     return sum(measure(view[i]) for i in keep)
 
 
-def _raise_too_large(fit: _Fit, window_tokens: int, reserve: int, measure: Callable[[Message], int]) -> None:
+def _raise_too_large(fit: _Fit, messages: Sequence[Message], window_tokens: int, reserve: int,
+                     measure: Callable[[Message], int]) -> None:
+    summary = fit.result.summary
     error = ContextTooLarge(tokens=fit.count(fit.view), window_tokens=window_tokens, reserve_tokens=reserve,
-                            irreducible_tokens=_irreducible_tokens(fit.view, measure))
+                            irreducible_tokens=_irreducible_tokens(list(messages), measure),
+                            summary_tokens=measure({"role": "user", "content": summary}) if summary else 0)
     error.partial = fit.finish()  # type: ignore[attr-defined]  # the best view reached, for the event record
     raise error
 

@@ -9,20 +9,24 @@ class ContextTooLarge(Exception):
     """The part of the view that cannot be reduced does not fit the window (compaction.md §3.2 d).
 
     Carries the sizes so callers can show them: `tokens` (the smallest view reached), `budget_tokens`
-    (window minus reserve), `window_tokens`, `reserve_tokens` and `irreducible_tokens` (system message plus the
-    newest turn, which no step may drop).
+    (window minus reserve), `window_tokens`, `reserve_tokens`, `irreducible_tokens` (system message, newest
+    user message and newest tool round of the input, which no step may drop) and `summary_tokens`.
     """
 
-    def __init__(self, *, tokens: int, window_tokens: int, reserve_tokens: int, irreducible_tokens: int) -> None:
+    def __init__(self, *, tokens: int, window_tokens: int, reserve_tokens: int, irreducible_tokens: int,
+                 summary_tokens: int = 0) -> None:
         self.tokens = tokens
         self.window_tokens = window_tokens
         self.reserve_tokens = reserve_tokens
         self.budget_tokens = window_tokens - reserve_tokens
         self.irreducible_tokens = irreducible_tokens
+        self.summary_tokens = summary_tokens
+        summary = f"; the compaction summary takes {summary_tokens}" if summary_tokens else ""
         super().__init__(
             f"context too large: the view needs {tokens} tokens after compaction but only {self.budget_tokens} "
             f"are available (window {window_tokens} - reserve {reserve_tokens}); the part that cannot be "
-            f"compacted (system message and newest turn) alone is {irreducible_tokens} tokens")
+            f"compacted (system message, newest user message and newest tool round) is {irreducible_tokens} "
+            f"tokens{summary}")
 
 
 class CompactionFailed(RuntimeError):

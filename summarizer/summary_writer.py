@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from summarizer.audit import audit_summary, structure_fallback
+from summarizer.audit import audit_summary, enforced_identifiers, structure_fallback
 from summarizer.compaction_prompt import build_compaction_prompt, build_split_turn_prompt, render_messages
 from summarizer.cutpoints import prune_history_for_context_share, split_messages_by_token_share
 from summarizer.identifiers import extract_identifiers
@@ -138,7 +138,7 @@ def write_summary(span: Sequence[Message], *, summarize: Callable[[str], str], o
     """
     span, omitted = _bounded_span(span, opts, measure)
     seen = render_messages([*span, *prefix], max_message_chars=opts.max_message_chars)
-    identifiers = extract_identifiers(seen) if opts.identifier_policy == "strict" else []
+    identifiers = enforced_identifiers(extract_identifiers(seen)) if opts.identifier_policy == "strict" else []
     ask = _latest_ask([*span, *prefix])
     writer = _Writer(summarize, opts, measure)
     outcome = SummaryOutcome(text=None, identifiers=identifiers, omitted_messages=omitted)

@@ -76,3 +76,11 @@ def test_fact_45_policy_off_lists_no_identifiers():
     """Fact 45: policy off -> "None captured." under Exact identifiers."""
     assert structure_fallback("host 10.0.0.5", identifier_policy="off").endswith(
         f"{IDENTIFIERS_HEADING}\n{NONE_CAPTURED}")
+
+
+def test_payload_sized_hex_runs_are_not_enforced_and_problems_stay_short():
+    ticket = "AB" * 1_000
+    assert audit_summary(GOOD, identifiers=[ticket]).ok
+    long_id = "CD" * 50
+    result = audit_summary(GOOD, identifiers=[long_id])
+    assert result.missing_identifiers == [long_id] and len(result.reason) < 120

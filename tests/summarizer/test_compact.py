@@ -127,6 +127,19 @@ def test_step_d_raises_with_the_sizes_when_the_irreducible_part_cannot_fit():
     assert_valid_view(error.partial.messages)
 
 
+def test_a_summary_too_big_for_the_room_left_is_named_in_the_error():
+    view = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task " + words(7_000)}]
+    view += [m for r in range(6) for m in tool_turn(f"c{r}", 900, r)]
+    big = Checkpoint(text="\n".join(f"## {h}\n" + words(900) for h in
+                                   ("Goal", "Constraints & preferences", "Progress", "Key decisions", "Next steps",
+                                    "Critical context")))
+    with pytest.raises(ContextTooLarge) as info:
+        fit_to_window(view, window_tokens=16_000, summarize=big, config=NO_RESTORE, identifier_policy="off")
+    error = info.value
+    assert error.irreducible_tokens < error.budget_tokens < error.tokens and error.summary_tokens > 4_000
+    assert f"summary takes {error.summary_tokens}" in str(error)
+
+
 def test_a_summary_that_keeps_failing_the_audit_keeps_the_old_view():
     view = chain(turns=6, rounds=4, result_words=600)
     good = Checkpoint()
