@@ -22,7 +22,7 @@ from flows.models import Chain, Message, Outcome, SummaryEvent, Trigger
 from flows.services import view_records as records
 from flows.services.memory import memory_flush
 from flows.services.views import (
-    MAX_SAVE_ATTEMPTS, ChainState, RunStep, _after_save, _create_view, event_finish, event_start, fail_event,
+    MAX_SAVE_ATTEMPTS, ChainState, RunStep, after_save, create_view, event_finish, event_start, fail_event,
     hook_after_payload, load_state, save_view,
 )
 from flows.signals import before_compaction, send_hook
@@ -270,12 +270,12 @@ def _save_with_successor(state: ChainState, step: RunStep, snapshot: dict[str, A
                                          tool_call_id_template=chain.tool_call_id_template)
         chain_append(chain=successor, messages=seeded)
         successor.view_version = 0
-        view = _create_view(successor, seeded, [[i + 1] for i in range(len(seeded))], raw_seq_to=len(seeded),
+        view = create_view(successor, seeded, [[i + 1] for i in range(len(seeded))], raw_seq_to=len(seeded),
                             snapshot=snapshot, model=state.model or None)
         Chain.objects.filter(pk=successor.pk).update(view_version=view.version)
         step.reason = f"continued in successor chain #{successor.pk}"
         event = event_finish(step, chain=chain, snapshot=snapshot, raw_seq_to=state.raw_seq_to, view=view)
         notify, hooks = state.row.notify_user, [hook_after_payload(step, event)]
-        transaction.on_commit(lambda: _after_save(chain.pk, None, [event], compactions, notify, hooks), robust=True)
-        transaction.on_commit(lambda: _after_save(successor.pk, view, [], compactions, False, []), robust=True)
+        transaction.on_commit(lambda: after_save(chain.pk, None, [event], compactions, notify, hooks), robust=True)
+        transaction.on_commit(lambda: after_save(successor.pk, view, [], compactions, False, []), robust=True)
     return [event]

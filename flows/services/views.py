@@ -26,7 +26,7 @@ from flows.services import view_records as records
 __all__ = [
     "MAX_SAVE_ATTEMPTS", "ChainState", "RunStep", "chain_summarize", "chain_fit", "view_current", "load_state",
     "save_view", "event_start", "event_finish", "fail_event", "window_for", "hook_after_payload",
-    "chain_compact", "chain_request_compaction", "chain_preview",
+    "chain_compact", "chain_request_compaction", "chain_preview", "create_view", "after_save",
 ]
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ def save_view(state: ChainState, *, messages: list[Message_], lineage: list[list
             return None
         view = None
         if write_view:
-            view = _create_view(chain, messages, lineage, raw_seq_to=state.raw_seq_to, snapshot=snapshot,
+            view = create_view(chain, messages, lineage, raw_seq_to=state.raw_seq_to, snapshot=snapshot,
                                 model=model)
         compacted = sum(1 for s in steps if s.trigger in COMPACTION_TRIGGERS and s.outcome == Outcome.OK)
         if write_view or compacted:
@@ -193,11 +193,11 @@ def save_view(state: ChainState, *, messages: list[Message_], lineage: list[list
         _close_interrupted(chain, keep={e.pk for e in events})
         count = chain.compactions + compacted
         hooks = [hook_after_payload(s, e) for s, e in zip(steps, events) if s.trigger in COMPACTION_TRIGGERS]
-        transaction.on_commit(lambda: _after_save(chain.pk, view, events, count, notify, hooks), robust=True)
+        transaction.on_commit(lambda: after_save(chain.pk, view, events, count, notify, hooks), robust=True)
     return events
 
 
-def _create_view(chain: Chain, messages: list[Message_], lineage: list[list[int]], *, raw_seq_to: int,
+def create_view(chain: Chain, messages: list[Message_], lineage: list[list[int]], *, raw_seq_to: int,
                  snapshot: dict[str, Any], model: str | None) -> ChainView:
     view = ChainView.objects.create(
         chain=chain, version=chain.view_version + 1, messages=messages, lineage=lineage,
@@ -224,7 +224,7 @@ def hook_after_payload(step: RunStep, event: SummaryEvent) -> dict[str, Any]:
             "message_count": len(step.after), "token_count": event.tokens_after, "compacted_count": left}
 
 
-def _after_save(chain_id: int, view: ChainView | None, events: list[SummaryEvent], compactions: int,
+def after_save(chain_id: int, view: ChainView | None, events: list[SummaryEvent], compactions: int,
                 notify: bool, hooks: list[dict[str, Any]]) -> None:
     from flows.signals import after_compaction, send_hook
 

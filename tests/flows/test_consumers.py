@@ -5,9 +5,11 @@ import asyncio
 import threading
 
 import pytest
+import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
+from django.db import connections
 from django.test import Client
 
 from flows.events import bind_event_loop, broadcast
@@ -15,6 +17,13 @@ from flows.models import Agent, Chain, Flow, SummaryEvent
 from pentagi_web.asgi import application
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def _close_worker_connections():
+    """The ORM ran in asgiref's worker thread; close its connection so the test database can be dropped."""
+    yield
+    await sync_to_async(connections.close_all)()
 
 
 def _make_chain(username: str) -> tuple[object, Chain]:
