@@ -7,7 +7,7 @@ from django.test import Client
 from flows.models import ProviderConfig, SettingsChange
 from flows.settings_registry import SETTINGS_FIELDS, settings_for, settings_values
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.flows.api_urls")]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

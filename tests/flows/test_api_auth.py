@@ -11,7 +11,7 @@ from flows.services import api_token_create
 
 from .conftest import JsonClient
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.flows.api_urls")]
+pytestmark = pytest.mark.django_db
 
 
 def test_no_credentials_is_a_json_401(anon_client):

@@ -12,7 +12,7 @@ from flows.services import MAX_BATCH_MESSAGES
 
 from .conftest import call
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.flows.api_urls")]
+pytestmark = pytest.mark.django_db
 
 
 def post_messages(client, chain, messages, **extra):

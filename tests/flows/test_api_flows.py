@@ -8,7 +8,7 @@ import pytest
 from flows.models import Chain, Flow
 from summarizer.formats import import_chain
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.flows.api_urls")]
+pytestmark = pytest.mark.django_db
 
 
 def test_it_creates_a_flow_owned_by_the_token_user(api_client, user):

@@ -7,7 +7,7 @@ from flows.models import SettingsChange, SummarizerSettings
 
 from .conftest import JsonClient
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.flows.api_urls")]
+pytestmark = pytest.mark.django_db
 
 
 def test_it_reads_the_profile_defaults_with_field_metadata(api_client):

@@ -13,7 +13,7 @@ from flows.services import chain_import
 from summarizer.formats import FORMATS, FormatError, export_chain, import_chain
 from tests.conftest import corpus_params, load_corpus
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.flows.api_urls")]
+pytestmark = pytest.mark.django_db
 
 
 def row_counts() -> tuple[int, ...]:
