@@ -14,10 +14,9 @@ from datetime import datetime
 from typing import Any, Callable
 
 from django.db import transaction
-from django.db.models import F, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
-from flows.events import broadcast
 from flows.models import Chain, Message, Outcome, SummaryEvent, Trigger
 from flows.services import view_records as records
 from flows.services.memory import memory_flush
