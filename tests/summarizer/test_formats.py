@@ -200,3 +200,8 @@ def chains(draw):
 @given(chains(), st.sampled_from(FORMATS))
 def test_round_trip_holds_for_generated_chains(chain, fmt):
     assert import_chain(export_chain(chain, fmt), fmt) == chain
+
+
+def test_pi_lines_split_only_at_newlines_not_at_unicode_line_separators():
+    chain = [{"role": "user", "content": "a\x85b\u2028c\rd"}, {"role": "assistant", "content": "ok"}]
+    assert import_chain(export_chain(chain, "openclaw")) == chain
