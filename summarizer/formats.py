@@ -50,6 +50,8 @@ def _parse_text(data: str | bytes) -> Any:
         raise FormatError("empty input")
     try:
         return json.loads(text)
+    except RecursionError:  # the decoder recurses per nesting level: a hostile file can exhaust the stack
+        raise FormatError("malformed JSON: nested too deeply") from None
     except json.JSONDecodeError as first:
         lines = [ln for ln in _lines(text) if ln.strip()]
         if len(lines) < 2:
@@ -69,6 +71,8 @@ def _parse_jsonl(text: str) -> list[Any]:
             continue
         try:
             entries.append(json.loads(raw))
+        except RecursionError:
+            raise FormatError("malformed JSON line: nested too deeply", line=number) from None
         except json.JSONDecodeError as exc:
             raise FormatError(f"malformed JSON line: {exc.msg} (column {exc.colno})", line=number) from None
     return entries
@@ -252,11 +256,14 @@ def import_chain(data: Any, fmt: str | None = None) -> list[dict[str, Any]]:
     """Our canonical messages from raw text/bytes or parsed JSON; `fmt` None = detect. Raises FormatError."""
     if fmt is not None and fmt not in FORMATS:
         raise FormatError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    if isinstance(data, (str, bytes)):
-        doc = _parse_jsonl(_decode(data)) if fmt == "openclaw" else _parse_text(data)
-    else:
-        doc = copy.deepcopy(data)
-    return IMPORTERS[fmt or _detect_parsed(doc)](doc)
+    try:
+        if isinstance(data, (str, bytes)):
+            doc = _parse_jsonl(_decode(data)) if fmt == "openclaw" else _parse_text(data)
+        else:
+            doc = copy.deepcopy(data)
+        return IMPORTERS[fmt or _detect_parsed(doc)](doc)
+    except RecursionError:  # values nested near Python's recursion limit: refuse them, never crash
+        raise FormatError("the transcript is nested too deeply") from None
 
 
 def export_chain(messages: list[dict[str, Any]], fmt: str) -> str | list[dict[str, Any]]:

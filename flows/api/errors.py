@@ -55,6 +55,8 @@ def read_json(request: HttpRequest) -> Any:
         return json.loads(raw.decode("utf-8") if raw else "")
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
+    except RecursionError:  # json.loads recurses per nesting level; a hostile body can exhaust the stack
+        raise ApiError(400, "malformed_json", "the body is nested too deeply") from None
 
 
 def _known_error(exc: Exception) -> JsonResponse | None:
@@ -76,6 +78,8 @@ def _known_error(exc: Exception) -> JsonResponse | None:
         return error_response(400, "malformed_multipart", f"the multipart body is broken: {exc}")
     if isinstance(exc, (Http404, ObjectDoesNotExist)):
         return error_response(404, "not_found", "no such object")
+    if isinstance(exc, RecursionError):  # a JSON value nested near the recursion limit, whichever code walked it
+        return error_response(400, "invalid_body", "a value in the body is nested too deeply")
     return None
 
 
