@@ -55,8 +55,14 @@ class AppendResult:
     turn_completed: bool = False
 
 
+def _plain(text: str) -> str:
+    """PostgreSQL text columns cannot hold U+0000 (a 500 otherwise); in a title or model name it means nothing."""
+    return text.replace("\x00", "")
+
+
 def flow_create(*, owner, title: str, model_name: str = "") -> Flow:
-    return Flow.objects.create(owner=owner, title=(title or "Untitled flow")[:200], model_name=model_name[:200])
+    return Flow.objects.create(owner=owner, title=(_plain(title or "") or "Untitled flow")[:200],
+                               model_name=_plain(model_name)[:200])
 
 
 def agent_create(*, flow: Flow, agent_type: str, profile: str = Profile.AGENT) -> Agent:

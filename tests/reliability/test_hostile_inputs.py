@@ -206,3 +206,37 @@ def test_nested_but_parseable_values_never_cause_a_server_error(api_client, make
                        (f"/api/chains/{chain.pk}/preview", {"settings": {"last_sec_bytes": nested}})]:
         assert_client_error(api_client.post(path, body))
     assert row_counts() == before
+
+
+@pytest.mark.parametrize("where", ["content", "tool_output", "title", "arguments", "tool_call_id", "name",
+                                   "import_title", "import_model"])
+def test_nul_characters_never_cause_a_server_error(api_client, make_chain, tool_round, where):
+    """PostgreSQL cannot store U+0000 in text or jsonb; SQLite can. Either way: stored or a clean 4xx."""
+    chain = make_chain(tool_round)
+    nul = "before\x00after"
+    call = {"id": "call_bbbbbbbbbbbbbbbbbbbbbbbb", "type": "function",
+            "function": {"name": "terminal", "arguments": '{"input": "%s"}' % ("\\u0000" if where == "arguments"
+                                                                               else "id")}}
+    batches = {"content": [{"role": "user", "content": nul}],
+               "tool_output": [{"role": "user", "content": "go"}, {"role": "assistant", "content": None,
+                               "tool_calls": [call]}, {"role": "tool", "tool_call_id": call["id"], "content": nul}],
+               "arguments": [{"role": "user", "content": "go"}, {"role": "assistant", "content": None,
+                             "tool_calls": [call]}],
+               "tool_call_id": [{"role": "user", "content": "go"}, {"role": "assistant", "content": None,
+                                "tool_calls": [{**call, "id": nul}]}, {"role": "tool", "tool_call_id": nul,
+                                                                      "content": "out"}],
+               "name": [{"role": "user", "content": "go", "name": nul}]}
+    before = row_counts()
+    if where == "title":
+        response = api_client.post("/api/flows", {"title": nul})
+    elif where.startswith("import"):
+        field = {"import_title": "title", "import_model": "model"}[where]
+        data = {"model": nul, "messages": tool_round} if field == "model" else tool_round
+        response = api_client.post("/api/import", {"data": data, **({"title": nul} if field == "title" else {})})
+    else:
+        response = api_client.post(f"/api/chains/{chain.pk}/messages", {"messages": batches[where]})
+    if response.status_code >= 400:
+        assert_client_error(response)
+        assert row_counts() == before
+    else:
+        assert response.status_code == 201
