@@ -146,7 +146,8 @@ PATHS: dict[str, Any] = {
                                                                                             "contentMediaType": "application/octet-stream"},
                                                                                    "format": {"enum": list(FORMATS)}}}}}}}},
     "/api/settings/{profile}": {
-        "get": _op("Summarizer settings (defaults, or a flow's own)", _json(_ref("Settings")), params=PROFILE),
+        "get": _op("Summarizer settings (defaults, or a flow's own)", _json(_ref("Settings")), params=PROFILE,
+                   errors=(400, 401, 404)),  # 400: a ?flow= that is not an id
         "put": _op("Change settings (defaults: staff only)", _json(_ref("Settings")), params=PROFILE,
                    errors=(400, 401, 403, 404, 415), body={"type": "object", "properties": {"settings": OBJ}}),
     },

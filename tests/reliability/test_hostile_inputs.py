@@ -240,3 +240,10 @@ def test_nul_characters_never_cause_a_server_error(api_client, make_chain, tool_
         assert row_counts() == before
     else:
         assert response.status_code == 201
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+def test_writes_to_unknown_api_paths_are_a_json_404_not_a_csrf_page(api_client, method):
+    response = getattr(api_client, method)("/api/flows/null,null/agents", {"agent_type": "pentester"})
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"
