@@ -176,7 +176,8 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
     keep = max(0, min(keep_recent_tokens, window_tokens // 2, int(target - head_tokens) // 2))
     opts = SummaryOptions(instructions=resolve_instructions(instructions), identifier_policy=identifier_policy,
                           identifier_instructions=identifier_instructions, chunk_tokens=max(window_tokens // 2, 1),
-                          summary_budget_tokens=_summary_budget(target - head_tokens - keep))
+                          summary_budget_tokens=_summary_budget(target - head_tokens - keep),
+                          view_budget_tokens=int(target))
     cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=summarize, opts=opts,
                      measure=measure, previous_summary=previous_summary, must_shrink=True)
     fit.apply_cut(cut)

@@ -16,14 +16,17 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from summarizer.extractive_input import Entry, outside_text, parse_prompt, requested_headings
-from summarizer.identifiers import extract_findings, extract_identifiers, missing_identifiers
+from summarizer.audit import MAX_ENFORCED_IDENTIFIER_CHARS
+from summarizer.extractive_input import (Entry, named_identifiers, outside_text, parse_prompt, requested_budget_chars,
+                                         requested_headings)
+from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 
 __all__ = ["extractive_summarize", "make_extractive", "DEFAULT_BUDGET_BYTES"]
 
 DEFAULT_BUDGET_BYTES = 8192
 LINE_CAP_BYTES = 400                  # one quoted line never costs more than this
 REQUEST_CAP_BYTES = 600               # the gist of a user request
+REQUEST_MIN_BYTES = 160               # ... never cut shorter than this, however tight the budget
 ARGUMENT_CAP_BYTES = 300
 IDENTIFIER_SHARE_MAX = 0.6            # identifiers may take at most this share of the budget
 ZERO_SCORE_LINES_KEPT = 5             # plain lines (nothing found in them) kept per block, beyond that only signal
@@ -124,8 +127,9 @@ def _call_text(entry: Entry) -> str:
 class _Collector:
     """Turns entries into prioritized items; `structured` routes them to the checkpoint's sections."""
 
-    def __init__(self, structured: bool) -> None:
+    def __init__(self, structured: bool, request_cap: int = REQUEST_CAP_BYTES) -> None:
         self.structured = structured
+        self.request_cap = request_cap
         self.items: list[_Item] = []
         self.seen: set[tuple[str, str]] = set()
         self.order = 0
@@ -150,7 +154,7 @@ class _Collector:
         return self.items
 
     def _task(self, entry: Entry, latest: bool) -> None:
-        gist = _clip(_squash(entry.text), REQUEST_CAP_BYTES)
+        gist = _clip(_squash(entry.text), self.request_cap)
         self.add("goal", 97 if latest else 85, f"- {gist}")
         if self.structured:
             for _, priority, line in _ranked((s for s in _lines(entry.text) if _CONSTRAINT_RE.search(s)), 45):
@@ -213,18 +217,23 @@ def _select(items: list[_Item], budget: int, chosen: set[int], header_cost: Call
 
 def _identifier_lines(ids: list[str], budget: int, bullet: bool) -> str:
     """As many identifiers as fit in `budget` bytes, then an honest count of the ones left out."""
+    separator = "\n" if bullet else ", "
+    entries = [f"- {identifier}" if bullet else identifier for identifier in ids]
+    if _size(separator.join(entries)) <= budget:
+        return separator.join(entries)  # all of them: no room needs holding back for the omission note
     shown: list[str] = []
     used = 0
     for position, identifier in enumerate(ids):
         entry = f"- {identifier}" if bullet else identifier
+        cost = _size(entry) + (_size(separator) if shown else 0)
         last = position == len(ids) - 1
-        note_room = 0 if last else _size(f"(+{len(ids)} more identifiers omitted for space)") + 2
-        if used + _size(entry) + 2 + note_room > budget:
+        note_room = 0 if last else _size(f"(+{len(ids)} more identifiers omitted for space)") + _size(separator)
+        if used + cost + note_room > budget:
             shown.append(f"(+{len(ids) - position} more identifiers omitted for space)")
             break
         shown.append(entry)
-        used += _size(entry) + 2
-    return ("\n" if bullet else ", ").join(shown)
+        used += cost
+    return separator.join(shown)
 
 
 # Checkpoint sections the prompt did not ask for: where their lines go instead (None = dropped).
@@ -289,18 +298,46 @@ def _level(heading: str) -> int:
     return len(heading) - len(heading.lstrip("#"))
 
 
+def _identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool) -> list[str]:
+    """The identifiers to list: the ones a retry names first, then the input's. Payload-sized runs (over
+    MAX_ENFORCED_IDENTIFIER_CHARS: Kerberos tickets, base64 dumps) are not enforced by the audit and no
+    checkpoint budget holds them, so a checkpoint skips them; a PentAGI summary lists them last."""
+    source = "\n".join(e.text for e in entries) + "\n" + outside_text(prompt)
+    unique: dict[str, str] = {}
+    for identifier in named_identifiers(prompt) + extract_identifiers(source):
+        unique.setdefault(identifier.upper() if is_case_insensitive_id(identifier) else identifier, identifier)
+    short = [i for i in unique.values() if len(i) <= MAX_ENFORCED_IDENTIFIER_CHARS]
+    return short if checkpoint else short + [i for i in unique.values() if len(i) > MAX_ENFORCED_IDENTIFIER_CHARS]
+
+
+def _goal_bytes(items: list[_Item]) -> int:
+    """What the newest request costs: it is chosen before the identifiers take the rest of the budget."""
+    goals = [it for it in items if it.group == "goal"]
+    return max((_size(it.text) + 1 for it in goals if it.priority == max(g.priority for g in goals)), default=0)
+
+
 def extractive_summarize(prompt: str, *, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> str:
-    """A deterministic extractive summary of a summary prompt, at most `budget_bytes` UTF-8 bytes."""
-    layout = _Layout(requested_headings(prompt or ""))
-    entries = parse_prompt(prompt or "")
-    items = [it for it in _Collector(structured=bool(layout.headings)).collect(entries) if layout.title(it.group)]
-    source = "\n".join(e.text for e in entries) + "\n" + outside_text(prompt or "")
-    ids = extract_identifiers(source)
+    """A deterministic extractive summary of a summary prompt, at most `budget_bytes` UTF-8 bytes.
+
+    A compaction prompt that states its size ("... (N characters).") is held to that size instead: the caller
+    computed it from the room left in the model's window.
+    """
+    prompt = prompt or ""
+    budget_bytes = requested_budget_chars(prompt) or budget_bytes
+    layout = _Layout(requested_headings(prompt))
+    entries = parse_prompt(prompt)
+    request_cap = min(REQUEST_CAP_BYTES, max(REQUEST_MIN_BYTES, budget_bytes // 8))
+    collector = _Collector(structured=bool(layout.headings), request_cap=request_cap)
+    items = [it for it in collector.collect(entries) if layout.title(it.group)]
+    ids = _identifiers(prompt, entries, checkpoint=bool(layout.headings))
     bullet = layout.ids_heading is not None
-    reserve = min(_size(_identifier_lines(ids, budget_bytes, bullet)), int(budget_bytes * IDENTIFIER_SHARE_MAX))
+    fixed = layout.skeleton_bytes() + _IDS_SLACK_BYTES
+    # A checkpoint is audited for its identifiers: they may take everything but the newest request's line.
+    # PentAGI summaries are not audited, so there identifiers keep to a share and the lines get the rest.
+    share = budget_bytes - fixed - _goal_bytes(items) if layout.headings else int(budget_bytes * IDENTIFIER_SHARE_MAX)
+    reserve = max(min(_size(_identifier_lines(ids, budget_bytes, bullet)), share), 0)
     chosen: set[int] = set()
-    free = _select(items, budget_bytes - layout.skeleton_bytes() - reserve - _IDS_SLACK_BYTES, chosen,
-                   layout.header_cost) + reserve
+    free = _select(items, budget_bytes - fixed - reserve, chosen, layout.header_cost) + reserve
     picked = [items[i] for i in chosen]
     missing = missing_identifiers(ids, "\n".join(it.text for it in picked))
     # Under its own heading the full list reads better ("None." would look like there were none); elsewhere

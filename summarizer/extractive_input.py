@@ -4,14 +4,17 @@ Three layouts are understood: PentAGI's csum prompt (`<tasks>` + `<messages>` wi
 `<tool_call_response>` parts, see summarizer.prompts), the compaction prompt (rules, `<previous_summary>`
 blocks and a `<conversation>` of `[role]` blocks, see summarizer.compaction_prompt), and anything else, which
 is treated as one block of tool output. Earlier summaries (execute_task_and_return_summary results,
-`**summarized content:**` text, `<previous_summary>` and `<summary>` blocks) become "summary" entries.
+`**summarized content:**` text, `<previous_summary>` and `<summary>` blocks) become "summary" entries. The
+compaction prompt's own rules are read too: its size rule (`requested_budget_chars`), the identifiers a retry
+names (`named_identifiers`) and the quoted `<latest_user_request>`, which becomes the newest task.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-__all__ = ["Entry", "parse_prompt", "requested_headings", "outside_text", "SUMMARY_TOOL", "SUMMARY_PREFIX"]
+__all__ = ["Entry", "parse_prompt", "requested_headings", "outside_text", "requested_budget_chars",
+           "named_identifiers", "SUMMARY_TOOL", "SUMMARY_PREFIX"]
 
 SUMMARY_TOOL = "execute_task_and_return_summary"
 SUMMARY_PREFIX = "**summarized content:**"
@@ -39,7 +42,13 @@ _BLOCK_RES = {
     "messages": re.compile(r"^<messages>\n(.*)^</messages>", re.DOTALL | re.MULTILINE),
     "tasks": re.compile(r"^<tasks>\n(.*?)^</tasks>$", re.DOTALL | re.MULTILINE),
     "focus": re.compile(r"^<operator_focus>\n.*?\n</operator_focus>$", re.DOTALL | re.MULTILINE),
+    "ask": re.compile(r"^<latest_user_request>\n(.*?)\n</latest_user_request>$", re.DOTALL | re.MULTILINE),
 }
+# The size rule of compaction_prompt.budget_sentence and the retry list of missing_identifiers_block.
+_BUDGET_RE = re.compile(r"^Keep the checkpoint under about \d+ words \((\d+) characters\)\.$", re.MULTILINE)
+_NAMED_RE = re.compile(r"^(?:Your previous attempt dropped these identifiers; include each of them exactly as "
+                       r"written|Include each of these identifiers exactly as written):\n((?:- .*(?:\n|$))+)",
+                       re.MULTILINE)
 _ROLE_HEADER_RE = re.compile(r"^\[(system|user|assistant|tool result: [^\]\n]*|assistant calls [^\]\n]*)\]$", re.MULTILINE)
 _HEADING_LINE_RE = re.compile(r"^(#{2,3} [^\n]+?)\s*$", re.MULTILINE)
 _INLINE_HEADING_RE = re.compile(r"heading (#{2,3} [A-Za-z][\w &/()-]*[\w)])")
@@ -54,6 +63,18 @@ def _strip_blocks(text: str) -> str:
 def outside_text(prompt: str) -> str:
     """The prompt's own text (instructions excluded): rules, operator focus, identifiers named for a retry."""
     return _strip_blocks(_INSTRUCTIONS_RE.sub("", prompt))
+
+
+def requested_budget_chars(prompt: str) -> int | None:
+    """The character budget a compaction prompt states (outside the quoted history), or None."""
+    match = _BUDGET_RE.search(outside_text(prompt))
+    return int(match.group(1)) if match else None
+
+
+def named_identifiers(prompt: str) -> list[str]:
+    """The identifiers a retry prompt names as dropped by the previous attempt, in order."""
+    found = [line[2:].strip() for m in _NAMED_RE.finditer(outside_text(prompt)) for line in m.group(1).splitlines()]
+    return list(dict.fromkeys(f for f in found if f))
 
 
 def requested_headings(prompt: str) -> list[str]:
@@ -133,8 +154,14 @@ def parse_prompt(prompt: str) -> list[Entry]:
     conversations = list(_BLOCK_RES["conversation"].finditer(prompt))
     for match in conversations:
         entries += _conversation(match.group(1))
-    structured = messages or conversations or "<tasks>" in prompt or _BLOCK_RES["previous"].search(prompt)
+    history_free = prompt
+    for key in ("previous", "conversation", "messages"):  # a quoted history cannot forge the request block
+        history_free = _BLOCK_RES[key].sub("", history_free)
+    asks = list(_BLOCK_RES["ask"].finditer(history_free))
+    structured = messages or conversations or "<tasks>" in prompt or _BLOCK_RES["previous"].search(prompt) or asks
     if not structured:
         rest = _INSTRUCTIONS_RE.sub("", prompt).strip()
         entries += _user_entries(rest) if _BLOCK_RES["summary"].search(rest) else _conversation(rest)
+    # The quoted latest request comes last so it counts as the newest ask (compaction_prompt.latest_ask_block).
+    entries += [Entry("task", m.group(1).strip()) for m in asks[-1:] if m.group(1).strip()]
     return entries

@@ -1,9 +1,15 @@
-"""Writing one compaction summary: chunking, split-turn prefix, audit, one retry, fail closed.
+"""Writing one compaction summary: chunking, split-turn prefix, audit, retries, deterministic suffix, fail closed.
 
 Calls are bounded: at most MAX_SUMMARY_CHUNKS partial summaries plus one merge, one split-turn prefix call,
-and one retry of each after a failed audit. A summarizer exception is never retried here (no duplicate
-attempt, fact 34): retry policy belongs to the callable (summarizer.fallback.retry_call). Nothing here
-touches the view; the caller decides what to do with the text.
+and `quality_guard_max_retries` retries (default 1, at most 3) of each after a failed audit. A summarizer
+exception is never retried here (no duplicate attempt, fact 34): retry policy belongs to the callable
+(summarizer.fallback.retry_call). Nothing here touches the view; the caller decides what to do with the text.
+
+Size. The prompt states a budget (summary_budget_tokens, from the room left in the window). It is raised to
+hold every identifier the strict audit will require (within SUMMARY_BUDGET_CAP_TOKENS): a summary that is
+rejected for a missing hash helps nobody. With a split turn the budget is shared between the main summary and
+the prefix summary. The summary ends with a deterministic suffix (summarizer.summary_suffix: recent turns
+quoted verbatim when asked, tool failures, files read and modified) and the whole is capped at 16,000 chars.
 """
 from __future__ import annotations
 
@@ -12,19 +18,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from summarizer.audit import audit_summary, enforced_identifiers, structure_fallback
-from summarizer.compaction_prompt import build_compaction_prompt, build_split_turn_prompt, render_messages
+from summarizer.compaction_prompt import (CHARS_PER_TOKEN_ESTIMATE, MAX_LATEST_ASK_CHARS, build_compaction_prompt,
+                                          build_split_turn_prompt, render_messages)
 from summarizer.cutpoints import prune_history_for_context_share, split_messages_by_token_share
 from summarizer.identifiers import extract_identifiers
+from summarizer.summary_suffix import (MAX_COMPACTION_SUMMARY_CHARS, assemble_suffix, cap_preserving_suffix,
+                                       collect_tool_failures, compute_file_lists, compute_file_operations,
+                                       format_file_operations, format_preserved_turns_section,
+                                       format_tool_failures_section, resolve_quality_guard_max_retries,
+                                       split_preserved_recent_turns)
 from summarizer.truncate import tool_result_text
 
-__all__ = ["SummaryOptions", "SummaryOutcome", "write_summary", "has_real_content", "NO_PRIOR_HISTORY",
-           "MAX_SUMMARY_CHUNKS", "REAL_TOOL_RESULT_ASK_DISTANCE", "SPLIT_TURN_SEPARATOR"]
+__all__ = ["SummaryOptions", "SummaryOutcome", "write_summary", "has_real_content", "identifier_budget_tokens",
+           "summary_suffix", "NO_PRIOR_HISTORY", "MAX_SUMMARY_CHUNKS", "REAL_TOOL_RESULT_ASK_DISTANCE",
+           "SPLIT_TURN_SEPARATOR", "SUMMARY_BUDGET_CAP_TOKENS"]
 
 Message = dict[str, Any]
 MAX_SUMMARY_CHUNKS = 8
 REAL_TOOL_RESULT_ASK_DISTANCE = 20  # a tool result counts as real history only near a user ask (fact 47)
 NO_PRIOR_HISTORY = "No prior history."
 SPLIT_TURN_SEPARATOR = "\n\n---\n\n## Turn in progress (its later part is kept verbatim)\n"
+# The body may not pass the 16,000-char cap, so no budget asks for more than it can hold.
+SUMMARY_BUDGET_CAP_TOKENS = MAX_COMPACTION_SUMMARY_CHARS // CHARS_PER_TOKEN_ESTIMATE
+SKELETON_CHARS = 400  # headings, "None." lines and labels of an empty checkpoint
+IDENTIFIER_LINE_OVERHEAD_CHARS = 3  # "- " and the newline around a listed identifier
+PREFIX_SHARE_MIN, PREFIX_SHARE_MAX = 0.3, 0.7  # the split-turn prefix's share of the budget, by its size
 
 
 @dataclass(frozen=True)
@@ -33,8 +51,15 @@ class SummaryOptions:
     identifier_policy: str = "strict"
     identifier_instructions: str = ""
     summary_budget_tokens: int | None = None
+    # Token budget of the whole compacted view (window fit): the summary gets what the system message and the
+    # kept tail leave of it (see window_cut), so a summary never makes the view overflow by itself.
+    view_budget_tokens: int | None = None
     chunk_tokens: int = 64_000
     max_message_chars: int = 24_000
+    # Turns quoted verbatim in the summary (fact 42). Off here: our kept tail already keeps recent turns
+    # verbatim in the view itself; a caller asks for it (e.g. a hard checkpoint that keeps no tail).
+    recent_turns_preserve: int = 0
+    quality_guard_max_retries: int | None = None  # None → 1; clamped to 0..3 (fact 42)
 
 
 @dataclass
@@ -76,10 +101,25 @@ def _latest_ask(messages: Sequence[Message]) -> str | None:
     return None
 
 
+def identifier_budget_tokens(identifiers: Sequence[str], *, ask_chars: int = 0) -> int:
+    """Tokens a checkpoint needs to list `identifiers` verbatim next to its headings and the latest ask."""
+    chars = SKELETON_CHARS + ask_chars + sum(len(i) + IDENTIFIER_LINE_OVERHEAD_CHARS for i in identifiers)
+    return -(-chars // CHARS_PER_TOKEN_ESTIMATE)
+
+
+def summary_suffix(messages: Sequence[Message], preserved: Sequence[Message] = ()) -> str:
+    """The deterministic tail of a summary: preserved turns, tool failures, files read / modified."""
+    read_files, modified_files = compute_file_lists(compute_file_operations(messages))
+    return assemble_suffix([format_preserved_turns_section(preserved),
+                            format_tool_failures_section(collect_tool_failures(messages)),
+                            format_file_operations(read_files, modified_files)])
+
+
 class _Writer:
-    def __init__(self, summarize: Callable[[str], str], opts: SummaryOptions,
-                 measure: Callable[[Message], int]) -> None:
+    def __init__(self, summarize: Callable[[str], str], opts: SummaryOptions, measure: Callable[[Message], int],
+                 budgets: tuple[int | None, int | None]) -> None:
         self.summarize, self.opts, self.measure = summarize, opts, measure
+        self.main_budget, self.prefix_budget = budgets
         self.calls = 0
         self.partials: list[str] | None = None  # chunk summaries are reused by the retry; only the merge reruns
 
@@ -90,13 +130,14 @@ class _Writer:
             raise ValueError("the summarizer returned no text")
         return out.strip()
 
-    def prompt(self, span: Sequence[Message], previous: str | Sequence[str] | None, missing: Sequence[str]) -> str:
+    def prompt(self, span: Sequence[Message], previous: str | Sequence[str] | None, missing: Sequence[str],
+               ask: str | None) -> str:
         o = self.opts
         return build_compaction_prompt(span, previous_summary=previous, instructions=o.instructions,
                                        identifier_policy=o.identifier_policy,
                                        identifier_instructions=o.identifier_instructions, missing=missing,
-                                       summary_budget_tokens=o.summary_budget_tokens,
-                                       max_message_chars=o.max_message_chars)
+                                       summary_budget_tokens=self.main_budget,
+                                       max_message_chars=o.max_message_chars, latest_ask=ask)
 
     def main(self, span: Sequence[Message], previous: str | None, missing: Sequence[str]) -> str:
         """One call for a span that fits a call, else partial summaries merged by one more call."""
@@ -104,19 +145,17 @@ class _Writer:
             return previous or structure_fallback(NO_PRIOR_HISTORY, identifier_policy="off")
         sizes = [self.measure(m) for m in span]
         if sum(sizes) <= self.opts.chunk_tokens:
-            return self.call(self.prompt(span, previous, missing))
+            return self.call(self.prompt(span, previous, missing, _latest_ask(span)))
         if self.partials is None:
             parts = -(-sum(sizes) // self.opts.chunk_tokens)
             chunks = split_messages_by_token_share(span, parts, tokens=sizes)
-            self.partials = [self.call(self.prompt(chunk, None, ())) for chunk in chunks]
-        return self.call(self.prompt([], [p for p in [previous, *self.partials] if p], missing))
+            self.partials = [self.call(self.prompt(chunk, None, (), _latest_ask(chunk))) for chunk in chunks]
+        return self.call(self.prompt([], [p for p in [previous, *self.partials] if p], missing, _latest_ask(span)))
 
     def prefix(self, prefix: Sequence[Message], missing: Sequence[str]) -> str:
-        prompt = build_split_turn_prompt(prefix, instructions=self.opts.instructions,
-                                         max_message_chars=self.opts.max_message_chars)
-        if missing:
-            prompt += "\n\nInclude each of these identifiers exactly as written:\n" + "\n".join(f"- {m}" for m in missing)
-        return self.call(prompt)
+        return self.call(build_split_turn_prompt(prefix, instructions=self.opts.instructions,
+                                                 max_message_chars=self.opts.max_message_chars,
+                                                 summary_budget_tokens=self.prefix_budget, missing=missing))
 
 
 def _bounded_span(span: Sequence[Message], opts: SummaryOptions,
@@ -129,26 +168,59 @@ def _bounded_span(span: Sequence[Message], opts: SummaryOptions,
     return pruned.messages, len(pruned.dropped_messages)
 
 
+def _required(text: str, opts: SummaryOptions) -> list[str]:
+    """The identifiers of `text` the strict audit will ask for ([] under the other policies)."""
+    return enforced_identifiers(extract_identifiers(text)) if opts.identifier_policy == "strict" else []
+
+
+def _budget(base: int, identifiers: Sequence[str], ask: str | None, cap_tokens: int) -> int:
+    """The stated budget raised to hold the identifiers and the ask, within `cap_tokens`."""
+    need = identifier_budget_tokens(identifiers, ask_chars=min(len(ask or ""), MAX_LATEST_ASK_CHARS))
+    return max(1, min(max(base, need), cap_tokens, SUMMARY_BUDGET_CAP_TOKENS))
+
+
+def _budgets(span: Sequence[Message], prefix: Sequence[Message], previous: str | None, opts: SummaryOptions,
+             measure: Callable[[Message], int], suffix_chars: int) -> tuple[int | None, int | None]:
+    """(main budget, split-turn prefix budget) in tokens; None when the caller stated no budget."""
+    base = opts.summary_budget_tokens
+    if base is None:
+        return None, None
+    cap = max((MAX_COMPACTION_SUMMARY_CHARS - suffix_chars) // CHARS_PER_TOKEN_ESTIMATE, 1)
+    render = lambda ms: render_messages(ms, max_message_chars=opts.max_message_chars)  # noqa: E731
+    main_ids = _required(render(span) + "\n" + (previous or ""), opts)
+    if not prefix:
+        return _budget(base, main_ids, _latest_ask(span), cap), None
+    span_tokens, prefix_tokens = sum(measure(m) for m in span), sum(measure(m) for m in prefix)
+    share = min(max(prefix_tokens / max(span_tokens + prefix_tokens, 1), PREFIX_SHARE_MIN), PREFIX_SHARE_MAX)
+    main = _budget(int(base * (1 - share)), main_ids, _latest_ask(span), int(cap * (1 - share)))
+    return main, _budget(int(base * share), _required(render(prefix), opts), _latest_ask(prefix), int(cap * share))
+
+
 def write_summary(span: Sequence[Message], *, summarize: Callable[[str], str], opts: SummaryOptions,
                   measure: Callable[[Message], int], previous_summary: str | None = None,
                   prefix: Sequence[Message] = ()) -> SummaryOutcome:
-    """Summarize `span` (plus the previous summary, re-distilled) and the split-turn `prefix`, audited.
+    """Summarize `span` (plus the previous summary, re-distilled) and the split-turn `prefix`, audited, with
+    the deterministic suffix appended and the whole capped at 16,000 chars.
 
-    Returns the text, or `error` with the reason when the summarizer failed or the audit failed twice.
+    Returns the text, or `error` with the reason when the summarizer failed or every audit failed.
     """
     span, omitted = _bounded_span(span, opts, measure)
+    span, preserved = split_preserved_recent_turns(span, opts.recent_turns_preserve)
+    suffix = summary_suffix([*span, *preserved, *prefix], preserved)
     seen = render_messages([*span, *prefix], max_message_chars=opts.max_message_chars)
-    identifiers = enforced_identifiers(extract_identifiers(seen)) if opts.identifier_policy == "strict" else []
+    identifiers = _required(seen, opts)
     ask = _latest_ask([*span, *prefix])
-    writer = _Writer(summarize, opts, measure)
+    writer = _Writer(summarize, opts, measure, _budgets(span, prefix, previous_summary, opts, measure, len(suffix)))
     outcome = SummaryOutcome(text=None, identifiers=identifiers, omitted_messages=omitted)
+    attempts = 1 + resolve_quality_guard_max_retries(opts.quality_guard_max_retries)
     missing: list[str] = []
-    for _attempt in range(2):  # the first try and one retry naming what was missing
+    for _attempt in range(attempts):  # the first try, then retries naming what was missing
         try:
-            text = _compose(writer, span, prefix, previous_summary, missing, omitted)
+            body = _compose(writer, span, prefix, previous_summary, missing, omitted)
         except Exception as exc:  # a summarizer failure fails the compaction closed, never retried here
             outcome.calls, outcome.error = writer.calls, f"summarizer error: {exc}"
             return outcome
+        text = cap_preserving_suffix(body, suffix)
         result = audit_summary(text, identifiers=identifiers, latest_ask=ask,
                                identifier_policy=opts.identifier_policy)
         outcome.audit.extend(result.problems)
@@ -157,7 +229,8 @@ def write_summary(span: Sequence[Message], *, summarize: Callable[[str], str], o
             return outcome
         missing = result.missing_identifiers
     outcome.calls = writer.calls
-    outcome.error = "summary audit failed twice: " + "; ".join(outcome.audit[-len(result.problems):])
+    times = {1: "once", 2: "twice"}.get(attempts, f"{attempts} times")
+    outcome.error = f"summary audit failed {times}: " + "; ".join(outcome.audit[-len(result.problems):])
     return outcome
 
 

@@ -11,16 +11,20 @@ parseable. Lineage is tracked throughout: every output message lists the input i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from summarizer.compaction_prompt import parse_summary_message, summary_message
 from summarizer.cutpoints import CutPoint, find_cut_point, is_valid_cut_point, turn_start_index
 from summarizer.summary_writer import SummaryOptions, write_summary
 
-__all__ = ["CutResult", "window_cut", "merge_lineage"]
+__all__ = ["CutResult", "window_cut", "merge_lineage", "fitted_options", "MIN_SUMMARY_BUDGET_TOKENS",
+           "MAX_SUMMARY_SHARE_OF_REPLACED", "SUMMARY_MESSAGE_OVERHEAD_TOKENS"]
 
 Message = dict[str, Any]
+MIN_SUMMARY_BUDGET_TOKENS = 128
+MAX_SUMMARY_SHARE_OF_REPLACED = 0.5  # a summary at most half the size of what it replaces: the view shrinks
+SUMMARY_MESSAGE_OVERHEAD_TOKENS = 64  # the intro sentence, the <summary> tags and the message framing
 
 
 @dataclass
@@ -70,7 +74,13 @@ def _choose_cut(work: list[Message], measure: Callable[[Message], int], keep_rec
     if hard:
         cut = CutPoint(first_kept=len(work))
         return cut, _layout(work, cut, head)
-    cut = find_cut_point(work, keep_recent_tokens=keep_recent_tokens, start=head, tokens=[measure(m) for m in work])
+    sizes = [measure(m) for m in work]
+    cut = find_cut_point(work, keep_recent_tokens=keep_recent_tokens, start=head, tokens=sizes)
+    if cut.is_split_turn and sizes[cut.turn_start] > 0:
+        # The split turn's user message stays verbatim too, so it spends the keep budget: cut again with what
+        # it leaves (a huge task message would otherwise push the kept part far past the budget).
+        cut = find_cut_point(work, keep_recent_tokens=max(keep_recent_tokens - sizes[cut.turn_start], 0),
+                             start=head, tokens=sizes)
     layout = _layout(work, cut, head)
     for later in range(cut.first_kept + 1, len(work) if must_shrink else 0):
         if layout[0] or layout[1]:
@@ -80,6 +90,21 @@ def _choose_cut(work: list[Message], measure: Callable[[Message], int], keep_rec
             cut = CutPoint(first_kept=later, turn_start=turn, is_split_turn=turn != -1 and turn != later)
             layout = _layout(work, cut, head)
     return cut, layout
+
+
+def fitted_options(opts: SummaryOptions, work: list[Message], head: int, replaced_ix: Sequence[int],
+                   kept_ix: Sequence[int], measure: Callable[[Message], int], previous: str | None) -> SummaryOptions:
+    """`opts` with the summary budget fitted to this cut: at most half of what the summary replaces (so the
+    view shrinks) and, for a window fit, at most the room the system message and the kept tail leave."""
+    replaced = sum(measure(work[i]) for i in replaced_ix)
+    replaced += measure({"role": "user", "content": previous}) if previous else 0
+    budgets = [max(int(replaced * MAX_SUMMARY_SHARE_OF_REPLACED), MIN_SUMMARY_BUDGET_TOKENS)]
+    if opts.summary_budget_tokens:
+        budgets.append(opts.summary_budget_tokens)
+    if opts.view_budget_tokens is not None:
+        taken = sum(measure(work[i]) for i in [*range(head), *kept_ix]) + SUMMARY_MESSAGE_OVERHEAD_TOKENS
+        budgets.append(max(opts.view_budget_tokens - taken, MIN_SUMMARY_BUDGET_TOKENS))
+    return replace(opts, summary_budget_tokens=min(budgets))
 
 
 def window_cut(view: Sequence[Message], lineage: Sequence[Sequence[int]], *, keep_recent_tokens: int,
@@ -97,6 +122,7 @@ def window_cut(view: Sequence[Message], lineage: Sequence[Sequence[int]], *, kee
         return unchanged
     # The summarizer sees the split turn's user message as context, though the view keeps it verbatim.
     prefix_ctx = [work[cut.turn_start], *(work[i] for i in prefix_ix)] if prefix_ix else []
+    opts = fitted_options(opts, work, head, [*span_ix, *prefix_ix], kept_ix, measure, previous)
     outcome = write_summary([work[i] for i in span_ix], summarize=summarize, opts=opts, measure=measure,
                             previous_summary=previous, prefix=prefix_ctx)
     if outcome.error or outcome.text is None:
