@@ -39,9 +39,10 @@ SPLIT_TURN_PREFIX_SENTENCE = (
     "Summarize only what the kept part needs to make sense.")
 SUMMARY_INTRO = ("The earlier conversation was compacted to fit the model's context window. The summary below "
                  "replaces it; treat it as history and continue the work from it.")
-# Identifier-heavy text (hashes, IPs, paths) tokenizes at about 3 characters per token, prose at about 4: the
-# stated character budget uses the lower figure so a summary that meets it also meets the token budget.
-CHARS_PER_TOKEN_ESTIMATE = 3
+# Identifier-heavy text (IPs, ports, hashes, paths) tokenizes at 2.3-3.2 characters per token (measured on
+# extractive checkpoints of the pentest corpus), prose at about 4: the stated character budget uses the lower
+# figure so a summary that meets it also meets the token budget.
+CHARS_PER_TOKEN_ESTIMATE = 2.25
 WORDS_PER_TOKEN = 0.75
 LATEST_ASK_TAG = "latest_user_request"
 MAX_LATEST_ASK_CHARS = 1_000  # the ask is quoted again in full inside <conversation>; this copy is a pointer

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from summarizer.audit import MAX_ENFORCED_IDENTIFIER_CHARS
-from summarizer.extractive_input import (Entry, named_identifiers, outside_text, parse_prompt, requested_budget_chars,
+from summarizer.extractive_input import (PREVIOUS_SUMMARY, Entry, named_identifiers, outside_text, parse_prompt, requested_budget_chars,
                                          requested_headings)
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 
@@ -27,6 +27,7 @@ DEFAULT_BUDGET_BYTES = 8192
 LINE_CAP_BYTES = 400                  # one quoted line never costs more than this
 REQUEST_CAP_BYTES = 600               # the gist of a user request
 REQUEST_MIN_BYTES = 160               # ... never cut shorter than this, however tight the budget
+LATEST_ASK_PRIORITY = 1_000           # above any line score: the audit fails a checkpoint without the newest ask
 ARGUMENT_CAP_BYTES = 300
 IDENTIFIER_SHARE_MAX = 0.6            # identifiers may take at most this share of the budget
 ZERO_SCORE_LINES_KEPT = 5             # plain lines (nothing found in them) kept per block, beyond that only signal
@@ -131,14 +132,17 @@ class _Collector:
         self.structured = structured
         self.request_cap = request_cap
         self.items: list[_Item] = []
-        self.seen: set[tuple[str, str]] = set()
+        self.seen: dict[tuple[str, str], int] = {}
         self.order = 0
 
     def add(self, group: str, priority: int, text: str) -> None:
         text = _clip(text, LINE_CAP_BYTES)
-        if (group, text) in self.seen:
-            return  # tools repeat themselves (the same banner on every host); once is enough
-        self.seen.add((group, text))
+        known = self.seen.get((group, text))
+        if known is not None:  # tools repeat themselves (the same banner on every host); once is enough,
+            item = self.items[known]  # at the highest priority it was seen with (the newest ask repeats one)
+            self.items[known] = _Item(item.group, item.order, max(item.priority, priority), item.text)
+            return
+        self.seen[(group, text)] = len(self.items)
         self.order += 1
         self.items.append(_Item(group, self.order, priority, text))
 
@@ -155,7 +159,7 @@ class _Collector:
 
     def _task(self, entry: Entry, latest: bool) -> None:
         gist = _clip(_squash(entry.text), self.request_cap)
-        self.add("goal", 97 if latest else 85, f"- {gist}")
+        self.add("goal", LATEST_ASK_PRIORITY if latest else 85, f"- {gist}")
         if self.structured:
             for _, priority, line in _ranked((s for s in _lines(entry.text) if _CONSTRAINT_RE.search(s)), 45):
                 self.add("constraints", priority, f"- {line}")
@@ -302,7 +306,9 @@ def _identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool) -> list
     """The identifiers to list: the ones a retry names first, then the input's. Payload-sized runs (over
     MAX_ENFORCED_IDENTIFIER_CHARS: Kerberos tickets, base64 dumps) are not enforced by the audit and no
     checkpoint budget holds them, so a checkpoint skips them; a PentAGI summary lists them last."""
-    source = "\n".join(e.text for e in entries) + "\n" + outside_text(prompt)
+    # What the audit checks (the new messages) before what only rolls forward (an earlier checkpoint's list).
+    ordered = [e for e in entries if e.name != PREVIOUS_SUMMARY] + [e for e in entries if e.name == PREVIOUS_SUMMARY]
+    source = "\n".join(e.text for e in ordered) + "\n" + outside_text(prompt)
     unique: dict[str, str] = {}
     for identifier in named_identifiers(prompt) + extract_identifiers(source):
         unique.setdefault(identifier.upper() if is_case_insensitive_id(identifier) else identifier, identifier)

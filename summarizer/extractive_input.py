@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["Entry", "parse_prompt", "requested_headings", "outside_text", "requested_budget_chars",
-           "named_identifiers", "SUMMARY_TOOL", "SUMMARY_PREFIX"]
+           "named_identifiers", "SUMMARY_TOOL", "SUMMARY_PREFIX", "PREVIOUS_SUMMARY"]
 
 SUMMARY_TOOL = "execute_task_and_return_summary"
 SUMMARY_PREFIX = "**summarized content:**"
+PREVIOUS_SUMMARY = "previous"  # Entry.name of an earlier checkpoint given to be re-distilled
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def parse_prompt(prompt: str) -> list[Entry]:
     """Entries of a summary prompt in reading order; instructions and operator text are not content."""
     entries: list[Entry] = []
     for match in _BLOCK_RES["previous"].finditer(prompt):
-        entries += _summary_entries(match.group(1))
+        entries += [Entry("summary", text, PREVIOUS_SUMMARY) for text in [match.group(1).strip()] if text]
     entries += [e for m in _TASK_RE.finditer(prompt) for e in _user_entries(m.group(1))]
     messages = _BLOCK_RES["messages"].search(prompt)
     if messages:

@@ -13,6 +13,7 @@ quoted verbatim when asked, tool failures, files read and modified) and the whol
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,7 @@ REAL_TOOL_RESULT_ASK_DISTANCE = 20  # a tool result counts as real history only 
 NO_PRIOR_HISTORY = "No prior history."
 SPLIT_TURN_SEPARATOR = "\n\n---\n\n## Turn in progress (its later part is kept verbatim)\n"
 # The body may not pass the 16,000-char cap, so no budget asks for more than it can hold.
-SUMMARY_BUDGET_CAP_TOKENS = MAX_COMPACTION_SUMMARY_CHARS // CHARS_PER_TOKEN_ESTIMATE
+SUMMARY_BUDGET_CAP_TOKENS = int(MAX_COMPACTION_SUMMARY_CHARS / CHARS_PER_TOKEN_ESTIMATE)
 SKELETON_CHARS = 400  # headings, "None." lines and labels of an empty checkpoint
 IDENTIFIER_LINE_OVERHEAD_CHARS = 3  # "- " and the newline around a listed identifier
 PREFIX_SHARE_MIN, PREFIX_SHARE_MAX = 0.3, 0.7  # the split-turn prefix's share of the budget, by its size
@@ -104,7 +105,7 @@ def _latest_ask(messages: Sequence[Message]) -> str | None:
 def identifier_budget_tokens(identifiers: Sequence[str], *, ask_chars: int = 0) -> int:
     """Tokens a checkpoint needs to list `identifiers` verbatim next to its headings and the latest ask."""
     chars = SKELETON_CHARS + ask_chars + sum(len(i) + IDENTIFIER_LINE_OVERHEAD_CHARS for i in identifiers)
-    return -(-chars // CHARS_PER_TOKEN_ESTIMATE)
+    return math.ceil(chars / CHARS_PER_TOKEN_ESTIMATE)
 
 
 def summary_suffix(messages: Sequence[Message], preserved: Sequence[Message] = ()) -> str:
@@ -185,9 +186,9 @@ def _budgets(span: Sequence[Message], prefix: Sequence[Message], previous: str |
     base = opts.summary_budget_tokens
     if base is None:
         return None, None
-    cap = max((MAX_COMPACTION_SUMMARY_CHARS - suffix_chars) // CHARS_PER_TOKEN_ESTIMATE, 1)
+    cap = max(int((MAX_COMPACTION_SUMMARY_CHARS - suffix_chars) / CHARS_PER_TOKEN_ESTIMATE), 1)
     render = lambda ms: render_messages(ms, max_message_chars=opts.max_message_chars)  # noqa: E731
-    main_ids = _required(render(span) + "\n" + (previous or ""), opts)
+    main_ids = _required(render(span), opts)  # the previous summary's own identifiers are not audited
     if not prefix:
         return _budget(base, main_ids, _latest_ask(span), cap), None
     span_tokens, prefix_tokens = sum(measure(m) for m in span), sum(measure(m) for m in prefix)
