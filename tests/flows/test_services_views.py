@@ -100,8 +100,12 @@ def test_a_stale_run_never_overwrites_a_newer_view(make_chain, tool_round, monke
     assert list(ChainView.objects.filter(chain=chain).values_list("version", flat=True)) == [1]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_run_that_loses_the_race_starts_over_from_the_newer_view(make_chain, monkeypatch):
-    """While the first run summarizes, another turn is appended and summarized: the first run retries."""
+    """While the first run summarizes, another turn is appended and summarized: the first run retries.
+
+    Transactional: the racing writes come from the engine's worker thread (its own connection), which must not
+    wait on a test-wide transaction holding SQLite's write lock."""
     chain = make_chain()
     small_budgets(chain)
     grow(chain, range(6))
@@ -118,6 +122,7 @@ def test_a_run_that_loses_the_race_starts_over_from_the_newer_view(make_chain, m
 
     use_summarizer(monkeypatch, racing)
     chain_summarize(chain_id=chain.pk)
+    assert state["raced"]
     versions = list(ChainView.objects.filter(chain=chain).order_by("version").values_list("version", flat=True))
     assert versions == list(range(1, len(versions) + 1))
     chain.refresh_from_db()
