@@ -260,8 +260,13 @@ def compact_now(messages: Sequence[Message], *, summarize: Callable[[str], str],
                           identifier_policy=identifier_policy, identifier_instructions=identifier_instructions,
                           chunk_tokens=(window_tokens // 2) if window_tokens else UNKNOWN_WINDOW_CHUNK_TOKENS,
                           summary_budget_tokens=MANUAL_SUMMARY_BUDGET_TOKENS)
+    # The operator asked for a compaction: when the view is over the keep budget but the budget's cut leaves
+    # nothing older to summarize (one big newest tool round), cut at a later valid point rather than answer
+    # "nothing to compact". A view within the budget stays as it is (facts 18, 22).
+    head = 1 if fit.view and fit.view[0].get("role") == "system" else 0
+    over_keep = sum(measure(m) for m in fit.view[head:]) > keep
     cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=summarize, opts=opts,
-                     measure=measure, previous_summary=previous_summary, hard=keep <= 0)
+                     measure=measure, previous_summary=previous_summary, hard=keep <= 0, must_shrink=over_keep)
     fit.apply_cut(cut)
     return fit.finish()
 
