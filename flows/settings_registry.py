@@ -211,7 +211,9 @@ def settings_validate(data: Mapping[str, Any], *, base: SummarizerSettings | Map
 def settings_warnings(values: Mapping[str, Any]) -> dict[str, str]:
     """Legal but probably unintended combinations (shown, never refused)."""
     warnings = {}
-    if values.get("last_sec_bytes", 0) > values.get("max_qa_bytes", 0):
+    last, qa = values.get("last_sec_bytes", 0), values.get("max_qa_bytes", 0)
+    # The page re-renders refused input as typed (text): only legal (whole number) values get warnings.
+    if isinstance(last, int) and isinstance(qa, int) and last > qa:
         warnings["last_sec_bytes"] = "larger than max_qa_bytes: the QA collapse will summarize the recent section"
     return warnings
 
