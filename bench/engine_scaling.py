@@ -50,6 +50,7 @@ WINDOW_TOKENS = 128_000          # a gpt-4o-sized window: fitting is a token cou
 TIMED_TURNS_PER_CHECKPOINT = 10  # per-turn figures are the median of the last turns before each checkpoint
 CORPUS_DIR = ROOT.parent / "shared" / "corpus"
 DEFAULT_RUNS = "synthetic:agent,synthetic:agent+human_in_qa,corpus:agent"
+DEFAULT_MEMORY_RUNS = "corpus:agent"
 PROFILES: dict[str, Callable[[], SummarizerConfig]] = {
     "agent": SummarizerConfig.agent,
     "agent+human_in_qa": lambda: SummarizerConfig.agent().replace(summ_human_in_qa=True),
@@ -201,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", default=DEFAULT_RUNS, help="comma list of chain:profile, chain in "
                         "synthetic|corpus, profile in " + "|".join(PROFILES))
     parser.add_argument("--corpus-dir", type=Path, default=CORPUS_DIR)
-    parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
+    parser.add_argument("--memory-runs", default=DEFAULT_MEMORY_RUNS,
+                        help="runs repeated under tracemalloc (about twice as slow); empty for none")
     args = parser.parse_args(argv)
     sources = {"synthetic": synthetic_turns, "corpus": lambda: corpus_turns(args.corpus_dir)}
     print(f"## Engine scaling (extractive summarizer, window {WINDOW_TOKENS:,} tokens)")
@@ -216,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = replay(sources[name](), args.max_messages, config=PROFILES[profile]())
         _print_table(f"{name} chain, {profile} profile: time per turn ({time.perf_counter() - began:.0f} s wall)",
                      rows, False)
-        if not args.no_memory:
+        if spec in args.memory_runs.split(","):
             rows = replay(sources[name](), args.max_messages, config=PROFILES[profile](), memory=True)
             _print_table(f"{name} chain, {profile} profile: memory (tracemalloc, separate run)", rows, True)
     return 0
