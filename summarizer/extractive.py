@@ -8,6 +8,12 @@ their content rolls forward. Lines are chosen by priority until `budget_bytes` (
 their original order under fixed headings; every identifier not already quoted in a chosen line is listed at
 the end, so the identifier audit passes whenever the budget can hold them. When the prompt asks for Markdown
 headings (the compaction checkpoint), those headings are produced, in the prompt's order.
+
+Compaction checkpoints are audited (summarizer.audit), so for them: the size the prompt states ("... (N
+characters).") replaces `budget_bytes`; the newest user request (the quoted `<latest_user_request>`, else the
+last user message) is always restated under the goal heading; identifiers a retry names come first, then the
+new messages' identifiers, then an earlier checkpoint's; payload-sized ones (over the audit's 200 chars) are
+skipped; and the identifier list may take all the budget the goal line leaves.
 """
 from __future__ import annotations
 

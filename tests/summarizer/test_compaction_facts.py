@@ -2,15 +2,11 @@
 
 Facts tested in the topic modules (each test's docstring names its fact):
   3, 34 -> test_compaction_prompt.py; 10-17 -> test_overflow.py; 18-19, 23-32 -> test_compact_cutpoints.py;
-  35-38 -> test_compaction_prompt.py; 43-45 -> test_audit.py; 53-56, 58-60 -> test_prune.py.
+  35-38 -> test_compaction_prompt.py; 39-42 -> test_summary_suffix.py; 43-45 -> test_audit.py;
+  53-56, 58-60 -> test_prune.py.
 Facts tested here: 1, 2, 3 (token side), 4-9, 20-22, 33, 34, 46-50, 61.
 
 Skipped, with reasons:
-  - 39, 40, 41: OpenClaw's "safeguard" summary suffix (tool-failure list, read/modified file lists, a 16,000-char
-    body cap that preserves workspace-rule/AGENTS.md sections). Our summary has no such suffix: identifiers
-    are kept by the strict-policy audit and the summary size by the prompt's budget; not built (see report).
-  - 42: "recent turns preserved verbatim" inside the summary text: we keep recent turns verbatim in the
-    view itself (keep_recent_tokens), not inside the summary; not built.
   - 47 (heartbeat part): heartbeat tokens do not exist in our chains (the rest of 47 is tested).
   - 51: successor-transcript rotation of OpenClaw's JSONL session tree (parentSession header, labels,
     branches, model_change entries): JSONL tree, does not apply.
