@@ -157,6 +157,8 @@ def _coerce(spec: SettingField, raw: Any) -> Any:
     if not isinstance(raw, str):
         raise ValueError("expected text")
     value = raw.strip()
+    if "\x00" in value:  # PostgreSQL text columns cannot store it: refuse it on every database alike
+        raise ValueError("must not contain NUL characters")
     if spec.kind == "choice" and value not in spec.choices:
         raise ValueError(f"must be one of {', '.join(spec.choices)}")
     max_length = SummarizerSettings._meta.get_field(spec.name).max_length

@@ -1,6 +1,7 @@
 """/api/settings/{profile}[?flow=id]: read and change summarizer settings (defaults: staff only)."""
 from __future__ import annotations
 
+from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 
 from flows.models import Flow, Profile
@@ -47,9 +48,10 @@ def _put(request: HttpRequest, profile: str) -> JsonResponse:
     if flow is None and not request.user.is_staff:
         raise ApiError(403, "forbidden", "only staff change the defaults; pass ?flow=<id> for your flow")
     settings_validate(data, base=settings_for(profile=profile, flow=flow))  # before an override row is created
-    row = settings_override_for(flow=flow, profile=profile, user=request.user) if flow else \
-        settings_for(profile=profile)
-    change = settings_update(row=row, data=data, user=request.user, source="api")
+    with transaction.atomic():  # a refused update must not leave a fresh override row behind
+        row = settings_override_for(flow=flow, profile=profile, user=request.user) if flow else \
+            settings_for(profile=profile)
+        change = settings_update(row=row, data=data, user=request.user, source="api")
     return JsonResponse({**settings_json(row), "scope": "flow" if row.flow_id else "defaults",
                          "changed": change.changes if change else {}})
 
