@@ -166,16 +166,16 @@ def test_compaction_instructions_are_validated(api_client, make_chain, tool_roun
     assert row_counts() == before
 
 
-@pytest.mark.parametrize("settings", [
+@pytest.mark.parametrize("values", [
     {"last_sec_bytes": -1}, {"last_sec_bytes": "lots"}, {"max_qa_sections": 10**30}, {"preserve_last": "maybe"},
     {"no_such_setting": 1}, {"keep_qa_sections": 1.5}, "not an object", [1, 2],
 ])
-def test_preview_and_settings_refuse_bad_values_and_save_nothing(api_client, make_chain, tool_round, settings):
+def test_preview_and_settings_refuse_bad_values_and_save_nothing(api_client, make_chain, tool_round, values):
     chain = make_chain(tool_round)
     before = row_counts()
-    assert_client_error(api_client.post(f"/api/chains/{chain.pk}/preview", {"settings": settings}))
-    assert_client_error(api_client.put(f"/api/settings/agent?flow={chain.agent.flow_id}", {"settings": settings}
-                                       if not isinstance(settings, dict) else settings))
+    assert_client_error(api_client.post(f"/api/chains/{chain.pk}/preview", {"settings": values}))
+    assert_client_error(api_client.put(f"/api/settings/agent?flow={chain.agent.flow_id}", {"settings": values}
+                                       if not isinstance(values, dict) else values))
     assert row_counts() == before
 
 

@@ -1,2 +1,10 @@
 """The flows app's fixtures (users, clients, flow/agent/chain factories) for the security checks."""
 from tests.flows.conftest import *  # noqa: F401,F403 - fixtures are found by name in this module
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Every test makes users; the production hasher's deliberate slowness would dominate the suite's time."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 from django.test import Client
 
 from flows.routing import websocket_urlpatterns
@@ -94,3 +95,5 @@ async def test_every_socket_refuses_an_anonymous_visitor(make_chain, tool_round)
         assert not connected, path
         assert code in (4401, 403, 1000), code
         await comm.disconnect()
+    # Close the ORM thread's connection: PostgreSQL drops the test database only when no session is left.
+    await database_sync_to_async(connections.close_all)()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 from django.test import Client
 
 from flows.models import ChainView
@@ -93,3 +94,5 @@ async def test_the_socket_of_another_users_chain_refuses_to_connect(make_chain, 
     connected, code = await comm.connect()
     assert not connected and code == 4404
     await comm.disconnect()
+    # Close the ORM thread's connection: PostgreSQL drops the test database only when no session is left.
+    await database_sync_to_async(connections.close_all)()
