@@ -20,6 +20,7 @@ from typing import Any, Callable
 from summarizer import SummarizerConfig, count_tokens, summarize_chain
 from summarizer.compact import ContextTooLarge, fit_to_window
 from summarizer.extractive import make_extractive
+from summarizer.turns import split_turns
 
 __all__ = ["StubModel", "Manager", "Ours", "LangChainSummarization", "LangMemSummarization", "Truncation",
            "budget_tokens", "split_turns", "normalized", "RESERVE_SHARE", "STUB_SUMMARY_BYTES", "STUB_SUMMARY_TOKENS"]
@@ -33,25 +34,6 @@ STUB_SUMMARY_TOKENS = 2048     # the same, in tokens (about 4 bytes per token), 
 def budget_tokens(window_tokens: int) -> int:
     """Prompt tokens every manager must stay under: the window minus the answer reserve."""
     return window_tokens - int(window_tokens * RESERVE_SHARE)
-
-
-def split_turns(messages: list[Message]) -> list[list[Message]]:
-    """Cut a transcript where an agent calls its model again: after an answer, or after a round's last result."""
-    turns: list[list[Message]] = []
-    current: list[Message] = []
-    pending: set[str] = set()
-    for msg in messages:
-        current.append(msg)
-        if msg["role"] == "assistant":
-            pending = {c["id"] for c in msg.get("tool_calls") or []}
-        elif msg["role"] == "tool":
-            pending.discard(msg.get("tool_call_id"))
-        if msg["role"] in ("assistant", "tool") and not pending:
-            turns.append(current)
-            current = []
-    if current:
-        turns.append(current)
-    return turns
 
 
 class StubModel:

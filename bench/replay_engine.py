@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
 from summarizer.messages import chain_bytes, content_text  # noqa: E402
+from summarizer.turns import split_turns as turns  # noqa: E402
 
 try:
     from summarizer.identifiers import extract_identifiers, missing_identifiers
@@ -33,25 +34,6 @@ except ImportError:  # the identifiers module is optional for this benchmark
 Message = dict[str, Any]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
 PROFILES = {"agent": SummarizerConfig.agent(), "assistant": SummarizerConfig.assistant()}
-
-
-def turns(messages: list[Message]) -> Iterator[list[Message]]:
-    """Cut where PentAGI summarizes: after a complete tool round or a final answer."""
-    batch: list[Message] = []
-    waiting: set[str] = set()
-    for msg in messages:
-        batch.append(msg)
-        if msg["role"] == "assistant":
-            waiting = {c["id"] for c in msg.get("tool_calls") or ()}
-        elif msg["role"] == "tool":
-            waiting.discard(msg["tool_call_id"])
-        else:
-            continue
-        if not waiting:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 class TimedSummarizer:

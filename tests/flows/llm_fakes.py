@@ -162,6 +162,21 @@ def isolate_llm(monkeypatch: pytest.MonkeyPatch) -> None:
     callables.clear_summary_caches()
 
 
+@pytest.fixture
+def fake_endpoint() -> Iterator[FakeEndpoint]:
+    """A scripted endpoint for one test (import this fixture into a test module to use it)."""
+    with running_endpoint() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(autouse=True)
+def isolated_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Autouse in every module that imports it: isolation before the test and caches cleared after it."""
+    isolate_llm(monkeypatch)
+    yield
+    isolate_llm(monkeypatch)
+
+
 def make_provider(url: str, *, name: str = "fake", model: str = "fake-model", default: bool = True, **fields: Any):
     from flows.models import ProviderConfig
 

@@ -12,22 +12,11 @@ from flows.settings_registry import settings_for
 from summarizer.extractive import make_extractive
 from summarizer.tokens import count_tokens
 
-from .llm_fakes import completion, isolate_llm, json_reply, make_provider, running_endpoint
+from .llm_fakes import completion, json_reply, make_provider
+from .llm_fakes import fake_endpoint, isolated_llm  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
 
-
-@pytest.fixture
-def fake_endpoint():
-    with running_endpoint() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(autouse=True)
-def _isolated_llm(monkeypatch):
-    isolate_llm(monkeypatch)
-    yield
-    isolate_llm(monkeypatch)
 
 PROMPT = "<instructions>condense</instructions>\n\n<messages>nmap found 22/tcp and 80/tcp on 10.0.0.5</messages>"
 

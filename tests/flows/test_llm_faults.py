@@ -11,23 +11,12 @@ from flows.models import LLMCall
 from flows.services import flow_create
 from summarizer.overflow import is_context_overflow_error, observed_token_count
 
-from .llm_fakes import (close_connection, closed_port_url, completion, isolate_llm, json_reply, make_provider,
-                        raw_reply, running_endpoint, sleep_then)
+from .llm_fakes import (close_connection, closed_port_url, completion, json_reply, make_provider, raw_reply,
+                        sleep_then)
+from .llm_fakes import fake_endpoint, isolated_llm  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
 
-
-@pytest.fixture
-def fake_endpoint():
-    with running_endpoint() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(autouse=True)
-def _isolated_llm(monkeypatch):
-    isolate_llm(monkeypatch)
-    yield
-    isolate_llm(monkeypatch)
 
 PROMPT = "<messages>gobuster found /admin and /backup.zip on http://10.0.0.5</messages>"
 LLAMA_CPP_OVERFLOW = ("This model's maximum context length is 2048 tokens. However, you requested 3026 tokens "

@@ -10,22 +10,11 @@ from flows.providers import (DEFAULT_OPENAI_BASE_URL, discover_window, model_win
 from flows.services import flow_create
 from summarizer.catalog import lookup_model
 
-from .llm_fakes import closed_port_url, isolate_llm, make_provider, running_endpoint
+from .llm_fakes import closed_port_url, make_provider
+from .llm_fakes import fake_endpoint, isolated_llm  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
 
-
-@pytest.fixture
-def fake_endpoint():
-    with running_endpoint() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(autouse=True)
-def _isolated_llm(monkeypatch):
-    isolate_llm(monkeypatch)
-    yield
-    isolate_llm(monkeypatch)
 
 LLAMA_SERVER_ENV = {"LLM_SERVER_URL": "http://127.0.0.1:8011/v1", "LLM_SERVER_KEY": "local-key-5678",
                     "LLM_SERVER_MODEL": "gemma-3-270m"}

@@ -12,31 +12,13 @@ import pytest
 
 from summarizer import SummarizerConfig, check_invariants, parse_chain, summarize_chain
 from summarizer.shapes import summarization_pair
+from summarizer.turns import split_turns as turns
 from tests.conftest import corpus_params, load_corpus
 from tests.summarizer.engine_checks import REPLY, reply
 
 Message = dict[str, Any]
 SUMMARY_PAIR_BYTES = summarization_pair(REPLY).size  # the largest summary our fake produces
 PROFILES = {"agent": SummarizerConfig.agent(), "assistant": SummarizerConfig.assistant()}
-
-
-def turns(messages: list[Message]) -> Iterator[list[Message]]:
-    """Cut a transcript where PentAGI would summarize: after a full tool round or a final answer."""
-    batch: list[Message] = []
-    waiting: set[str] = set()
-    for msg in messages:
-        batch.append(msg)
-        if msg["role"] == "assistant":
-            waiting = {c["id"] for c in msg.get("tool_calls") or ()}
-        elif msg["role"] == "tool":
-            waiting.discard(msg["tool_call_id"])
-        else:
-            continue
-        if not waiting:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _check_last_section(chain: list[Message], config: SummarizerConfig) -> None:
