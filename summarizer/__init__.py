@@ -23,16 +23,21 @@ from .overflow import call_with_overflow_recovery, is_context_overflow_error, ob
 from .providers import get_compaction_provider, register_compaction_provider, unregister_compaction_provider
 from .prune import PruneSettings, prune_view
 from .validate_view import InvalidView, assert_valid_view
+from .extractive import extractive_summarize, make_extractive
+from .formats import FormatError, detect_format, export_chain, import_chain
+from .turns import split_turns
 
 __all__ = [
     # engine (chain AST, PentAGI passes)
     "SummarizerConfig", "parse_chain", "ChainAST", "Section", "Header", "BodyPair", "ChainError", "MessageError",
     "validate_messages", "check_invariants", "summarize_chain", "asummarize_chain", "SummarizeResult",
     "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "SUMMARIZATION_TOOL", "SUMMARY_PREFIX",
-    "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch",
-    # tokens (TOOLS helper)
+    "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch", "split_turns",
+    # the offline summarizer and the transcript formats
+    "extractive_summarize", "make_extractive", "import_chain", "export_chain", "detect_format", "FormatError",
+    # tokens
     "count_tokens", "message_tokens", "MissingEncoding",
-    # window fit and compaction (COMPACT helper)
+    # window fit and compaction
     "fit_to_window", "FitResult", "compact_now", "overflow_compactor", "ContextTooLarge", "CompactionFailed",
     "OverflowRecoveryFailed", "RetryableProviderError", "SummarizeAborted", "retry_call", "summarize_with_fallback",
     "FitPlan", "plan_fit", "effective_reserve", "is_context_overflow_error", "observed_token_count",
