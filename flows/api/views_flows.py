@@ -7,6 +7,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from flows.models import AGENT_TYPES, Chain, Flow, Profile
+from flows.params import parse_id
 from flows.selectors import chain_raw_messages, flow_get_visible, flows_visible_to
 from flows.services import agent_create, flow_create
 from summarizer.formats import FORMATS, export_chain
@@ -80,7 +81,8 @@ def _export_chain(request: HttpRequest, flow: Flow) -> Chain:
     chains = Chain.objects.filter(agent__flow=flow)
     wanted = request.GET.get("chain")
     if wanted:
-        chain = chains.filter(pk=int(wanted)).first() if wanted.isdigit() else None
+        chain_id = parse_id(wanted)
+        chain = chains.filter(pk=chain_id).first() if chain_id is not None else None
     else:
         chain = chains.filter(is_active=True).order_by("agent_id").first()
     if chain is None:

@@ -5,6 +5,7 @@ from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 
 from flows.models import Flow, Profile
+from flows.params import parse_id
 from flows.selectors import flow_get_visible
 from flows.services import settings_override_for, settings_update
 from flows.settings_registry import settings_for, settings_validate
@@ -26,10 +27,11 @@ def _flow(request: HttpRequest) -> Flow | None:
     raw = request.GET.get("flow")
     if not raw:
         return None
-    if not raw.isdigit():
+    flow_id = parse_id(raw)
+    if flow_id is None:
         raise ApiError(400, "invalid_parameter", "'flow' must be a flow id", field="flow")
     try:
-        return flow_get_visible(user=request.user, flow_id=int(raw))
+        return flow_get_visible(user=request.user, flow_id=flow_id)
     except Flow.DoesNotExist:
         raise not_found("flow") from None
 

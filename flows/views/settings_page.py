@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ..models import Chain, Flow, Profile, SummarizerSettings
+from ..params import parse_id
 from ..selectors import chains_visible_to, flows_visible_to
 from ..selectors_pages import flow_for_page
 from ..services import settings_override_for, settings_update
@@ -36,8 +37,8 @@ GROUP_TITLES = {"summarizer": "Chain summarizer (PentAGI, sizes in bytes)",
 def _scope(request: HttpRequest, params: Mapping[str, str]) -> tuple[str, Flow | None]:
     profile = params.get("profile", Profile.AGENT)
     profile = profile if profile in Profile.values else Profile.AGENT
-    raw_flow = params.get("flow", "")
-    flow = flow_for_page(flow_id=int(raw_flow), user=request.user) if raw_flow.isdigit() else None
+    flow_id = parse_id(params.get("flow"))
+    flow = flow_for_page(flow_id=flow_id, user=request.user) if flow_id is not None else None
     return profile, flow
 
 
@@ -99,8 +100,7 @@ def _render(request: HttpRequest, *, profile: str, flow: Flow | None, values: Ma
 def settings_page(request: HttpRequest) -> HttpResponse:
     params = request.POST if request.method == "POST" else request.GET
     profile, flow = _scope(request, params)
-    chain_raw = params.get("chain", "")
-    chain_id = int(chain_raw) if chain_raw.isdigit() else None
+    chain_id = parse_id(params.get("chain"))
     row = settings_for(profile=profile, flow=flow)
     if request.method == "GET":
         return _render(request, profile=profile, flow=flow, values=settings_values(row), chain_id=chain_id)
