@@ -121,8 +121,8 @@ class _Fit:
             self.result.steps.append(STEP_WINDOW_CUT)
             self.result.summary, self.result.covered = cut.summary, cut.covered
 
-    def truncate(self, window_tokens: int, start: int) -> None:
-        view, changed = truncate_tool_results(self.view, window_tokens=window_tokens, start=start)
+    def truncate(self, window_tokens: int, start: int, model: str | None) -> None:
+        view, changed = truncate_tool_results(self.view, window_tokens=window_tokens, start=start, model=model)
         if changed:
             self.view = view
             self.result.truncated = changed
@@ -161,7 +161,7 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
     plan = plan_fit(fit.view, window_tokens=window_tokens, reserve_tokens=reserve, model=model, tools=tools)
     fit.result.plan = plan.decision
     if plan.decision == "truncate_tool_results_only" and not force:
-        fit.truncate(window_tokens, start=0)
+        fit.truncate(window_tokens, start=0, model=model)
         return fit.finish()
     summarize = _resolve_summarizer(summarize, provider)
     if summarize is None:
@@ -184,7 +184,7 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
     if fit.result.error:
         return fit.finish()  # fail closed: the view reached before the failed summary
     if not fit.fits(target):
-        fit.truncate(window_tokens, start=cut.first_kept)
+        fit.truncate(window_tokens, start=cut.first_kept, model=model)
     if not fit.fits(target):
         _raise_too_large(fit, messages, window_tokens, reserve, measure)
     return fit.finish()

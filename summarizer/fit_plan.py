@@ -67,7 +67,7 @@ def plan_fit(messages: Sequence[Message], *, window_tokens: int, reserve_tokens:
     count, _ = count_functions(model, tools)
     budget = window_tokens - effective_reserve(window_tokens, reserve_tokens, model)
     tokens = count(messages)
-    cut, changed = truncate_tool_results(messages, window_tokens=window_tokens)
+    cut, changed = truncate_tool_results(messages, window_tokens=window_tokens, model=model)
     after = count(cut) if changed else tokens
     if tokens <= budget:
         decision = "fits"
