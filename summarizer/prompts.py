@@ -1,6 +1,6 @@
 """The text sent to the summarizer LLM (PentAGI csum `GenerateSummary`), in our own words.
 
-Layout (no indentation, no trailing newline):
+Layout (no indentation; `</tasks>` is followed by a newline, `</messages>` is not):
     <instructions>…</instructions>\\n\\n
     <tasks>\\n<task id="i">\\n…</task>\\n</tasks>\\n          (cases 1 and 3)
     <messages>\\n<message id="i" role="ai|tool|human">\\n…</message>\\n</messages>   (cases 1 and 2)
@@ -79,13 +79,19 @@ def _text_items(content: Any) -> list[tuple[str, Any]]:
     return items
 
 
+def _image(image: dict[str, Any], part_attr: str) -> str:
+    """An image part; the detail line is written only when there is a detail."""
+    detail = image.get("detail")
+    return f'<image url="{image["url"]}"{part_attr}>\n' + (f"{detail}\n" if detail else "") + "</image>\n"
+
+
 def _task(index: int, msg: Message) -> str:
     out = [f'<task id="{index}">\n']
     for kind, value in _text_items(msg.get("content")):
         if kind == "text":
             out.append(f"{value}\n")
         else:
-            out.append(f'<image url="{value["url"]}">\n{value.get("detail") or ""}\n</image>\n')
+            out.append(_image(value, ""))
     out.append("</task>\n")
     return "".join(out)
 
@@ -109,11 +115,12 @@ def _message(index: int, msg: Message, names: dict[str, str]) -> str:
             if kind == "text":
                 out.append(f'<content part="{part}">\n{value}\n</content>\n')
             else:
-                out.append(f'<image url="{value["url"]}" part="{part}">\n{value.get("detail") or ""}\n</image>\n')
+                out.append(_image(value, f' part="{part}"'))
             part += 1
-        for call in valid_calls(msg):
-            fn = call["function"]
-            out.append(f'<tool_call name="{fn["name"]}" part="{part}">\n{fn["arguments"]}\n</tool_call>\n')
+        for call in msg.get("tool_calls") or ():
+            fn = call.get("function")
+            if fn is not None:  # a kept null-function call is not rendered but still numbers as a part
+                out.append(f'<tool_call name="{fn["name"]}" part="{part}">\n{fn["arguments"]}\n</tool_call>\n')
             part += 1
     out.append("</message>\n")
     return "".join(out)
@@ -132,7 +139,7 @@ def build_summary_prompt(humans: Sequence[Message], ais: Sequence[Message]) -> s
     blocks = []
     if humans:
         tasks = "".join(_task(i, m) for i, m in enumerate(humans) if m.get("role") == "user")
-        blocks.append(f"<tasks>\n{tasks}</tasks>")
+        blocks.append(f"<tasks>\n{tasks}</tasks>\n")
     if ais:
         names: dict[str, str] = {}
         rendered = []
@@ -140,4 +147,4 @@ def build_summary_prompt(humans: Sequence[Message], ais: Sequence[Message]) -> s
             names.update({c["id"]: c["function"]["name"] for c in valid_calls(msg)})
             rendered.append(_message(i, msg, names))
         blocks.append(f"<messages>\n{''.join(rendered)}</messages>")
-    return f"<instructions>{instructions}</instructions>\n\n" + "\n".join(blocks)
+    return f"<instructions>{instructions}</instructions>\n\n" + "".join(blocks)

@@ -35,7 +35,31 @@ def test_case_three_has_only_tasks_and_images_are_described():
     prompt = build_summary_prompt([human("first"), image], [])
     assert prompt == (f"<instructions>{INSTRUCTIONS_TASKS_ONLY}</instructions>\n\n"
                       "<tasks>\n<task id=\"0\">\nfirst\n</task>\n"
-                      "<task id=\"1\">\nlook\n<image url=\"http://i/x.png\">\nlow\n</image>\n</task>\n</tasks>")
+                      "<task id=\"1\">\nlook\n<image url=\"http://i/x.png\">\nlow\n</image>\n</task>\n</tasks>\n")
+
+
+def test_a_tasks_only_prompt_ends_with_the_newline_after_its_tasks_block():
+    """§2.e layout: `</tasks>\\n` always; only `</messages>` has no trailing newline."""
+    assert build_summary_prompt([human("q")], []).endswith("</task>\n</tasks>\n")
+    assert build_summary_prompt([human("q")], [ai("a")]).endswith("</message>\n</messages>")
+
+
+def test_an_image_without_detail_has_no_empty_detail_line():
+    """§2.e: the detail line is written only when there is a detail (PentAGI skips an empty one)."""
+    image = {"type": "image_url", "image_url": {"url": "http://i/x.png"}}
+    task_prompt = build_summary_prompt([{"role": "user", "content": [image]}], [])
+    assert '<task id="0">\n<image url="http://i/x.png">\n</image>\n</task>\n' in task_prompt
+    ai_prompt = build_summary_prompt([], [{"role": "assistant", "content": [image]}])
+    assert '<image url="http://i/x.png" part="0">\n</image>\n' in ai_prompt
+
+
+def test_a_kept_null_function_call_still_takes_its_part_number():
+    """§1.2 keeps null-function calls after the first real one; §2.e numbers every part, rendering only real calls."""
+    null_call = {"id": "c2", "type": "function", "function": None}
+    msg = ai("t", call("c1", "nmap"), null_call, call("c3", "curl"))
+    prompt = build_summary_prompt([], [msg])
+    assert '<tool_call name="nmap" part="1">' in prompt and '<tool_call name="curl" part="3">' in prompt
+    assert 'part="2"' not in prompt
 
 
 def test_non_human_entries_are_skipped_but_keep_their_index():
