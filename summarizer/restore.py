@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from .chain import REQUEST_RESPONSE, parse_chain
+from .chain import parse_chain
 from .chain_nodes import ChainAST, Header
 from .chain_ops import append_human, clear_reasoning, normalize_tool_call_ids, sanitize_tool_call_arguments
 from .config import SummarizerConfig
@@ -27,17 +27,18 @@ def _normalized(ast: ChainAST, id_template: str, rng: random.Random | None) -> l
     return clear_reasoning(ast.to_messages())
 
 
-def _trim_unfinished_tail(ast: ChainAST) -> None:
-    """Drop a trailing unanswered question and a trailing call that never got results."""
+def _drop_unanswered_question(ast: ChainAST) -> None:
+    """A last section without a body holds a question nobody answered: drop it, the new task replaces it.
+
+    PentAGI also drops a last tool-call pair without results, but after force parsing every call has a
+    result ("the call was not handled, please try again"), so that case cannot occur here either.
+    """
     last = ast.sections[-1] if ast.sections else None
-    if last is None:
+    if last is None or last.body:
         return
-    if not last.body:
-        last.header = Header(last.header.system, None, last.header.system_lineage, ())
-        if last.header.system is None:
-            ast.sections.pop()
-    elif last.body[-1].kind == REQUEST_RESPONSE and not last.body[-1].tools:
-        last.body.pop()
+    last.header = Header(last.header.system, None, last.header.system_lineage, ())
+    if last.header.system is None:
+        ast.sections.pop()
 
 
 def restore_chain(messages: list[Message], *, system_prompt: str, human_prompt: str,
@@ -50,7 +51,7 @@ def restore_chain(messages: list[Message], *, system_prompt: str, human_prompt: 
     fresh = [{"role": "system", "content": system_prompt}, {"role": "user", "content": human_prompt}]
     try:
         ast = parse_chain(messages, force=True)
-        _trim_unfinished_tail(ast)
+        _drop_unanswered_question(ast)
         if not ast.sections:  # nothing worth restoring
             return SummarizeResult(fresh, 0, [[], []], {})
         first = ast.sections[0].header

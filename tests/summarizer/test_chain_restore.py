@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 
 from summarizer import check_invariants, parse_chain
+from summarizer.chain import SUMMARIZATION_TOOL, UNHANDLED_CALL_TEXT
 from summarizer.restore import CONTINUE_TEXT, prepare_provider_switch, restore_chain
 from tests.summarizer.engine_builders import FakeSummarizer, ai, call, human, rr, system, tool
 
@@ -31,13 +32,22 @@ def test_restore_normalizes_ids_sanitizes_arguments_and_clears_reasoning():
     assert all("reasoning" not in m for m in result.messages) and all("reasoning" not in c for c in calls)
 
 
-def test_restore_drops_an_unanswered_question_and_an_unfinished_call():
+def test_restore_drops_an_unanswered_question():
     pending = [system(), human("t1"), ai("a1"), human("never answered")]
     out = restore_chain(pending, system_prompt="p", human_prompt="t2", summarize=FakeSummarizer()).messages
     assert human("never answered") not in out and out[-1] == human("t2")
-    unfinished = [system(), human("t1"), ai("a1"), ai(None, call("c9"))]
-    out = restore_chain(unfinished, system_prompt="p", human_prompt="t2", summarize=FakeSummarizer()).messages
-    assert all(m.get("tool_call_id") != "c9" for m in out)
+
+
+def test_restore_keeps_an_unfinished_call_answered_by_force_parsing():
+    """§2.1 + §1.3: restore parses with force, so a trailing call gets the 'not handled' result and stays;
+    the task then ages out and its summary is a fake tool call because it held tool activity."""
+    unfinished = [system(), human("t1"), ai("a1"), ai(None, call("c9", "nmap"))]
+    summarizer = FakeSummarizer()
+    out = restore_chain(unfinished, system_prompt="p", human_prompt="t2", summarize=summarizer).messages
+    assert summarizer.calls == 1
+    assert '<tool_call name="nmap"' in summarizer.prompts[0] and UNHANDLED_CALL_TEXT in summarizer.prompts[0]
+    assert [c["function"]["name"] for m in out for c in m.get("tool_calls") or ()] == [SUMMARIZATION_TOOL]
+    assert out[-1] == human("t2")
 
 
 def test_restore_of_an_empty_chain_is_a_fresh_chain():
