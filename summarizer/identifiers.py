@@ -17,7 +17,8 @@ _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
 _HOSTNAME_RE = re.compile(r"localhost|(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*")
 _SEGMENT = r"[\w.~+@%-]+"
 # Alternatives are tried left to right at each position, so a URL swallows the path and port inside it and a
-# host:port wins over the bare address it starts with.
+# host:port wins over the bare address it starts with. A hex run needs a letter unless it follows "0x" (then
+# it is hex by declaration: 0x80070005); the prefix itself is not part of the identifier.
 _IDENTIFIER_RE = re.compile(
     rf"""
     (?P<url>\b[A-Za-z][A-Za-z0-9+.-]{{1,15}}://[^\s<>"'`]+)
@@ -25,7 +26,7 @@ _IDENTIFIER_RE = re.compile(
   | (?P<uuid>(?<![\w-])[0-9A-Fa-f]{{8}}-[0-9A-Fa-f]{{4}}-[0-9A-Fa-f]{{4}}-[0-9A-Fa-f]{{4}}-[0-9A-Fa-f]{{12}}(?![\w-]))
   | (?P<hostport>(?<![\w.-])(?P<host>[A-Za-z0-9.-]{{1,253}}):(?P<port>\d{{1,5}})(?![\w:]|\.\d))
   | (?P<ipv4>(?<![\w.]){_IPV4}(?:/\d{{1,2}}(?!\d))?(?!\w|\.\d))
-  | (?P<hex>(?<![A-Za-z0-9_])(?=\d*[A-Fa-f])[0-9A-Fa-f]{{8,}}(?![A-Za-z0-9_]))
+  | (?P<hex>(?:(?<=(?<![A-Za-z0-9_])0[xX])|(?<![A-Za-z0-9_])(?=\d*[A-Fa-f]))[0-9A-Fa-f]{{8,}}(?![A-Za-z0-9_]))
   | (?P<winpath>(?<![\w])[A-Za-z]:\\(?:[\w.$-]+\\?)+)
   | (?P<unc>\\\\[\w.-]+\\[\w.$-]+(?:\\[\w.$-]+)*)
   | (?P<path>(?<![\w.:/\\-])(?:/{_SEGMENT}){{2,}}/?|(?<![\w.:/\\-])/[\w~+@%-]*\.[\w.~+@%-]+)

@@ -173,3 +173,19 @@ def test_findings_are_unique_and_in_text_order():
 def test_a_finding_remembers_its_source_line():
     (finding,) = extract_findings("noise\n   [+] corp\\bob:pw2 (Pwn3d!)  \nmore")
     assert finding == Finding("credential", "corp\\bob:pw2", "[+] corp\\bob:pw2 (Pwn3d!)")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("NTSTATUS 0xC0000022 (STATUS_ACCESS_DENIED)", "C0000022"),
+    ("rip = 0x7ffde4a0c2b0 at crash", "7FFDE4A0C2B0"),
+    ("HRESULT 0x80070005", "80070005"),
+])
+def test_a_0x_prefixed_hex_run_is_an_identifier(text, expected):
+    """§6: hex runs of 8+ chars are audited; a "0x" prefix (addresses, NTSTATUS/HRESULT codes) does not hide
+    the run. The run is reported without the prefix, so "0xc0000022" in a summary satisfies it."""
+    assert extract_identifiers(text) == [expected]
+    assert missing_identifiers([expected], "error 0xc0000022 / 0x7FFDE4A0C2B0 / 0x80070005") == []
+
+
+def test_a_short_0x_value_is_not_an_identifier():
+    assert extract_identifiers("flags 0x1f and 0xdeadbee") == []
