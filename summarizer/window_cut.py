@@ -58,6 +58,13 @@ def _unwrap_previous(view: list[Message], lineage: list[list[int]], head: int
     return view[:head] + view[head + 1:], lineage[:head] + lineage[head + 1:], text, list(lineage[head])
 
 
+def _previous_text(given: str | None, found: str | None) -> str | None:
+    """The earlier summary to re-distill: the caller's and the one taken out of the view (both when they
+    differ: the view's message is removed, so its text must not be dropped unread)."""
+    texts = [t.strip() for t in (found, given) if t and t.strip()]
+    return "\n\n".join(dict.fromkeys(texts)) or None
+
+
 def _layout(work: list[Message], cut: CutPoint, head: int) -> tuple[list[int], list[int], list[int]]:
     """(span, turn prefix, kept) as index lists. The user message of a split turn is kept verbatim (it opens
     the kept part, so the newest ask is never summarized away); only its assistant/tool prefix is summarized."""
@@ -114,7 +121,7 @@ def window_cut(view: Sequence[Message], lineage: Sequence[Sequence[int]], *, kee
     `must_shrink` (window fit): when the keep budget leaves nothing to summarize, cut later instead."""
     head = 1 if view and view[0].get("role") == "system" else 0
     work, lin, found, prior = _unwrap_previous(list(view), [list(x) for x in lineage], head)
-    previous = previous_summary if previous_summary and previous_summary.strip() else found
+    previous = _previous_text(previous_summary, found)
     cut, (span_ix, prefix_ix, kept_ix) = _choose_cut(work, measure, keep_recent_tokens, head, hard,
                                                        must_shrink)
     unchanged = CutResult(messages=list(view), lineage=[list(x) for x in lineage], cut=cut, first_kept=head)

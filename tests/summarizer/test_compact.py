@@ -82,6 +82,19 @@ def test_a_previous_summary_is_redistilled_into_one_rolling_summary():
     assert 1 in second.covered
 
 
+def test_an_explicit_previous_summary_does_not_discard_the_one_in_the_view():
+    """§3.2 b: the previous compaction summary is re-distilled. When the caller also passes one (e.g. from an
+    event record) and it differs, both reach the summarizer; the view's summary message is never dropped
+    unread."""
+    view = chain(turns=6, rounds=4, result_words=600)
+    first = compact_now(view, summarize=Checkpoint(), keep_recent_tokens=2_000)
+    grown = first.messages + [{"role": "user", "content": "next task"}, *tool_turn("n", 900),
+                              {"role": "assistant", "content": "ok"}]
+    fake = Checkpoint()
+    compact_now(grown, summarize=fake, keep_recent_tokens=200, previous_summary="Older note: host 10.42.0.9")
+    assert first.summary in fake.prompts[0] and "10.42.0.9" in fake.prompts[0]
+
+
 def test_a_split_turn_gets_its_prefix_summarized_separately():
     view = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Scan 10.9.9.9 fully and report."}]
     for r in range(20):
