@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from summarizer.compaction_prompt import (CHARS_PER_TOKEN_ESTIMATE, LATEST_ASK_TAG, MAX_INSTRUCTION_CHARS,
-                                          REQUIRED_HEADINGS, STRICT_IDENTIFIER_GUIDANCE, SUMMARY_INTRO,
+                                          REQUIRED_HEADINGS, SPLIT_TURN_PREFIX_SENTENCE, STRICT_IDENTIFIER_GUIDANCE,
+                                          SUMMARY_INTRO,
                                           budget_sentence, build_compaction_prompt, build_split_turn_prompt,
                                           identifier_guidance, parse_summary_message, render_messages,
                                           resolve_instructions, split_turn_instructions, summarization_instructions,
@@ -132,3 +133,17 @@ def test_the_summary_message_round_trips_and_can_carry_the_kept_user():
     assert text == "## Goal\nx" and kept["content"] == [{"type": "text", "text": "next ask"}]
     assert parse_summary_message({"role": "user", "content": "hello"}) == (None, None)
     assert parse_summary_message({"role": "assistant", "content": SUMMARY_INTRO}) == (None, None)
+
+
+def test_facts_36_38_hold_in_the_prompts_actually_sent():
+    """Facts 36-38 on the real prompt builders (not only on the helper functions): off + focus gives the
+    "Additional focus:" text and no identifier rule; operator text is capped at 800 code points in both the
+    main and the split-turn prompt; the split-turn prompt starts with its prefix sentence."""
+    off = build_compaction_prompt(SPAN, identifier_policy="off", instructions="Track release blockers.")
+    assert "Additional focus:\nTrack release blockers." in off and STRICT_IDENTIFIER_GUIDANCE not in off
+    long = "x" * (MAX_INSTRUCTION_CHARS - 1) + "YZ"
+    for prompt in (build_compaction_prompt(SPAN, instructions=long), build_split_turn_prompt(SPAN, instructions=long)):
+        assert "x" * (MAX_INSTRUCTION_CHARS - 1) + "Y\n" in prompt and "YZ" not in prompt
+    assert build_split_turn_prompt(SPAN).startswith(SPLIT_TURN_PREFIX_SENTENCE)
+    blank_custom = build_compaction_prompt(SPAN, identifier_policy="custom", identifier_instructions="  ")
+    assert STRICT_IDENTIFIER_GUIDANCE in blank_custom
