@@ -34,5 +34,5 @@ urlpatterns = [
     re_path(r"^import/?$", api_endpoint(views_import.import_endpoint), name="api-import"),
     re_path(r"^settings/(?P<profile>[a-z]{1,20})/?$", api_endpoint(views_settings.settings_endpoint),
             name="api-settings"),
-    re_path(r"^(?P<rest>.*)$", _unknown),
+    re_path(r"^(?P<rest>[\s\S]*)$", _unknown),  # not `.*`: `.` stops at a newline (%0A) in the path
 ]

@@ -64,6 +64,12 @@ def test_unknown_api_paths_are_a_json_404(api_client):
     assert resp.status_code == 404 and resp.json()["error"] == "not_found"
 
 
+@pytest.mark.parametrize("path", ["/api/flows/1%0A/agents", "/api/%0A", "/api/chains/%0D%0A1"])
+def test_unknown_api_paths_with_a_newline_are_a_json_404_not_an_html_page(api_client, path):
+    resp = api_client.post(path, {})
+    assert resp.status_code == 404 and resp.json()["error"] == "not_found"
+
+
 def test_an_unexpected_failure_is_a_json_500_not_an_html_page(api_client):
     with mock.patch("flows.api.views_flows.flows_visible_to", side_effect=RuntimeError("boom")):
         resp = api_client.get("/api/flows")
@@ -75,7 +81,7 @@ def test_the_openapi_document_lists_every_api_route(anon_client):
     assert schema["openapi"].startswith("3.1")
     routes = {str(p.pattern) for p in get_resolver("flows.api.urls").url_patterns}
     documented = set(schema["paths"])
-    for route in routes - {r"^openapi\.json/?$", r"^(?P<rest>.*)$"}:
+    for route in routes - {r"^openapi\.json/?$", r"^(?P<rest>[\s\S]*)$"}:
         path = "/api/" + route.strip("^$").removesuffix("/?").replace(r"(?P<flow_id>\d{1,18})", "{flow_id}") \
             .replace(r"(?P<chain_id>\d{1,18})", "{chain_id}").replace("(?P<profile>[a-z]{1,20})", "{profile}")
         assert path in documented, path
