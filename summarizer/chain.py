@@ -31,14 +31,10 @@ def drop_null_calls(ai: Message) -> Message:
     calls = ai.get("tool_calls")
     if not calls:
         return ai
-    drop: list[int] = []
-    for i, call in enumerate(calls):
-        if call.get("function") is not None:
-            break
-        drop.append(i)
-    if not drop:
+    first_real = next((i for i, call in enumerate(calls) if call.get("function") is not None), len(calls))
+    if first_real == 0:
         return ai
-    kept = [c for i, c in enumerate(calls) if i not in drop]
+    kept = calls[first_real:]
     out = {k: v for k, v in ai.items() if k != "tool_calls"}
     if kept:
         out["tool_calls"] = kept

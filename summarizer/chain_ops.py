@@ -111,8 +111,9 @@ def sanitize_tool_call_arguments(ast: ChainAST) -> int:
             fixed = []
             for call in calls:
                 fn = call.get("function")
-                if fn is not None and sanitize_arguments(fn["arguments"]) != fn["arguments"]:
-                    call = {**call, "function": {**fn, "arguments": sanitize_arguments(fn["arguments"])}}
+                clean = sanitize_arguments(fn["arguments"]) if fn is not None else None
+                if fn is not None and clean != fn["arguments"]:
+                    call = {**call, "function": {**fn, "arguments": clean}}
                     changed += 1
                 fixed.append(call)
             if fixed != calls:

@@ -83,7 +83,7 @@ def _has_tool_activity(pairs: Sequence[BodyPair]) -> bool:
     return any(p.kind in (REQUEST_RESPONSE, SUMMARIZATION) for p in pairs)
 
 
-def summary_pair(pairs: Sequence[BodyPair], text: str, ctx: PassContext, *, keep_reasoning: bool) -> BodyPair:
+def _summary_pair(pairs: Sequence[BodyPair], text: str, ctx: PassContext, *, keep_reasoning: bool) -> BodyPair:
     """Replace `pairs` by one summary whose shape follows what they contained (Appendix B)."""
     lineage = merge_lineage(*(p.all_lineage() for p in pairs))
     if not _has_tool_activity(pairs):
@@ -115,7 +115,7 @@ def stage_a(ast: ChainAST, keep: int, ctx: PassContext) -> PassGen:
         raise StageError(f"summary generation failed: {'; '.join(failures)}")
     for i, text in zip(jobs, outcomes):
         sec = ast.sections[i]
-        sec.body = [summary_pair(sec.body, text, ctx, keep_reasoning=False)]
+        sec.body = [_summary_pair(sec.body, text, ctx, keep_reasoning=False)]
 
 
 # ---------------------------------------------------------------- Stage B
@@ -150,7 +150,7 @@ def _oversized_pairs(section: Section, max_bp_bytes: int, ctx: PassContext) -> P
         if _failed(outcome):  # PentAGI ignores these: the pair simply stays as it was
             ctx.ignored_failures.append(_reason(outcome))
             continue
-        body[j] = summary_pair([body[j]], outcome, ctx, keep_reasoning=True)
+        body[j] = _summary_pair([body[j]], outcome, ctx, keep_reasoning=True)
 
 
 def rotate_section(section: Section, config: SummarizerConfig, ctx: PassContext) -> PassGen:
@@ -168,7 +168,7 @@ def rotate_section(section: Section, config: SummarizerConfig, ctx: PassContext)
     (outcome,) = yield Batch("b", (_prompt(section, messages),))
     if _failed(outcome):
         raise StageError(f"last section summary generation failed: {_reason(outcome)}")
-    section.body = [summary_pair(body[:old], outcome, ctx, keep_reasoning=True), *body[old:]]
+    section.body = [_summary_pair(body[:old], outcome, ctx, keep_reasoning=True), *body[old:]]
 
 
 def stage_b(ast: ChainAST, config: SummarizerConfig, ctx: PassContext) -> PassGen:
@@ -214,6 +214,26 @@ def _qa_human(humans: list[Message], summarize_humans: bool) -> Generator[Batch,
     return {"role": "user", "content": outcome}
 
 
+def _qa_ai_text(humans: list[Message], ais: list[Message]) -> Generator[Batch, list[Outcome], str]:
+    if not ais:  # nothing the AI said: the summary is empty rather than a prompt about the questions
+        return ""
+    (outcome,) = yield Batch("c", (build_summary_prompt(humans, ais),))
+    if _failed(outcome):
+        raise StageError(f"QA (ai) summary generation failed: {_reason(outcome)}")
+    return outcome
+
+
+def _is_lone_summary(sections: Sequence[Section]) -> bool:
+    return len(sections) == 1 and len(sections[0].body) == 1 and sections[0].body[0].is_summary
+
+
+def _qa_header(old: Sequence[Section], new_human: Message | None) -> Header:
+    """The first section's system message stays; the user message stands for every old question."""
+    first = old[0].header
+    human_lineage = merge_lineage(*(s.header.human_lineage for s in old if s.header.human is not None))
+    return Header(first.system, new_human, first.system_lineage, human_lineage if new_human else ())
+
+
 def stage_c(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, *, keep: int | None = None) -> PassGen:
     sections = ast.sections
     keep = config.keep_qa_sections if keep is None else keep
@@ -221,28 +241,14 @@ def stage_c(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, *, keep: 
         return
     kept = recent_sections_to_keep([s.size for s in sections], keep, config.max_qa_sections, config.max_qa_bytes)
     old, recent = sections[:len(sections) - kept], sections[len(sections) - kept:]
-    if not old or (len(old) == 1 and len(old[0].body) == 1 and old[0].body[0].is_summary):
+    if not old or _is_lone_summary(old):
         return
     humans = [h for s in old for h in _humans(s)]
-    ais = [m for s in old for m in s.body_messages()]
     new_human = yield from _qa_human(humans, config.summ_human_in_qa)
-    text = ""
-    if ais:
-        (outcome,) = yield Batch("c", (build_summary_prompt(humans, ais),))
-        if _failed(outcome):
-            raise StageError(f"QA (ai) summary generation failed: {_reason(outcome)}")
-        text = outcome
-    pairs = [p for s in old for p in s.body]
-    lineage = merge_lineage(*(s.body_lineage() for s in old))
-    if _has_tool_activity(pairs):
-        pair = summarization_pair(text, id_template=ctx.id_template, rng=ctx.rng, lineage=lineage)
-    else:
-        pair = prefixed_completion(text, lineage=lineage)
-    first = old[0].header
-    human_lineage = merge_lineage(*(s.header.human_lineage for s in old if s.header.human is not None))
-    header = Header(first.system, new_human, first.system_lineage, human_lineage if new_human else ())
+    text = yield from _qa_ai_text(humans, [m for s in old for m in s.body_messages()])
+    pair = _summary_pair([p for s in old for p in s.body], text, ctx, keep_reasoning=False)
     rebuilt = [Section(Header(human=s.header.human, human_lineage=s.header.human_lineage), s.body) for s in recent]
-    ast.sections = [Section(header, [pair]), *rebuilt]
+    ast.sections = [Section(_qa_header(old, new_human), [pair]), *rebuilt]
 
 
 def run_passes(ast: ChainAST, config: SummarizerConfig, ctx: PassContext) -> PassGen:

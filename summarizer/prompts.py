@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .messages import valid_calls
+from .messages import content_text, valid_calls
 
 __all__ = [
     "SUMMARIZER_SYSTEM_PROMPT", "INSTRUCTIONS_WITH_TASKS", "INSTRUCTIONS_MESSAGES_ONLY", "INSTRUCTIONS_TASKS_ONLY",
@@ -96,20 +96,13 @@ def _task(index: int, msg: Message) -> str:
     return "".join(out)
 
 
-def _tool_content(msg: Message) -> str:
-    content = msg.get("content")
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if p.get("type") == "text")
-    return content or ""
-
-
 def _message(index: int, msg: Message, names: dict[str, str]) -> str:
     role = msg.get("role", "")
     out = [f'<message id="{index}" role="{ROLE_NAMES.get(role, role)}">\n']
     part = 0
     if role == "tool":
         name = names.get(msg["tool_call_id"], msg.get("name") or "")
-        out.append(f'<tool_call_response name="{name}" part="0">\n{_tool_content(msg)}\n</tool_call_response>\n')
+        out.append(f'<tool_call_response name="{name}" part="0">\n{content_text(msg)}\n</tool_call_response>\n')
     else:
         for kind, value in _text_items(msg.get("content")):
             if kind == "text":
