@@ -186,3 +186,14 @@ def test_failed_oversized_summaries_are_ignored():
     chain = [human("q"), ai("z" * (20 * KB)), ai("last")]
     section, fake = _rotate(chain, FakeSummarizer(fail=True), last_sec_bytes=50 * KB)
     assert fake.calls == 1 and section.messages() == chain
+
+
+def test_nothing_is_summarized_when_the_whole_section_fits_the_limit():
+    """§2.b step 3, first no-op rule: kept + would-be-summarized bytes within max_bytes keeps everything."""
+    assert last_section_split(0, [100, 100], [COMPLETION, COMPLETION], 200, 25) == 0
+    assert last_section_split(1, [100, 100], [COMPLETION, COMPLETION], 200, 25) == 1  # the header counts
+
+
+def test_the_last_pair_alone_over_the_threshold_sends_every_older_pair_to_the_summary():
+    """§2.b step 3: the last pair is always kept, even when it alone passes the threshold."""
+    assert last_section_split(10, [50, 50, 190], [COMPLETION] * 3, 200, 25) == 2

@@ -108,3 +108,9 @@ def test_the_kept_window_respects_count_and_bytes():
     assert recent_sections_to_keep([5000, 100], 1, 10, 2000) == 1  # newest alone exceeds: stop there
     assert recent_sections_to_keep([100] * 3, 0, 2, 300) == 0
     assert recent_sections_to_keep([100] * 2, 5, 10, 10_000) == 2
+
+
+def test_keep_qa_sections_beyond_max_qa_sections_still_keeps_them_all():
+    """§2.c step 2: the last min(keep, n) sections are always kept; the count limit only stops older ones."""
+    assert recent_sections_to_keep([100] * 5, 3, 2, 100_000) == 3
+    assert recent_sections_to_keep([100] * 5, 3, 2, 1_100) == 3  # even over the byte budget (1100 - 1000)
