@@ -17,7 +17,7 @@ into CompactionFailed for callers that prefer exceptions).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from summarizer.compaction_errors import CompactionFailed, ContextTooLarge
@@ -28,7 +28,7 @@ from summarizer.providers import get_compaction_provider, with_compaction_provid
 from summarizer.summary_writer import SummaryOptions
 from summarizer.truncate import truncate_tool_results
 from summarizer.validate_view import assert_valid_view
-from summarizer.window_cut import CutResult, merge_lineage, window_cut
+from summarizer.window_cut import CutResult, merge_lineage, system_head, window_cut
 
 __all__ = ["FitResult", "FitPlan", "fit_to_window", "compact_now", "plan_fit", "effective_reserve", "should_compact",
            "overflow_compactor", "ContextTooLarge", "CompactionFailed", "DEFAULT_KEEP_RECENT_TOKENS",
@@ -171,16 +171,11 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
         _step_restore(fit, summarize, config)
         if fit.fits(target):
             return fit.finish()
-    head = 1 if fit.view and fit.view[0].get("role") == "system" else 0
-    head_tokens = count(fit.view[:head])
-    keep = max(0, min(keep_recent_tokens, window_tokens // 2, int(target - head_tokens) // 2))
-    opts = SummaryOptions(instructions=resolve_instructions(instructions), identifier_policy=identifier_policy,
-                          identifier_instructions=identifier_instructions, chunk_tokens=max(window_tokens // 2, 1),
-                          summary_budget_tokens=_summary_budget(target - head_tokens - keep),
-                          view_budget_tokens=int(target))
-    cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=summarize, opts=opts,
-                     measure=measure, previous_summary=previous_summary, must_shrink=True)
-    fit.apply_cut(cut)
+    cut = _step_window_cut(fit, window_tokens, target, keep_recent_tokens, summarize, measure,
+                           SummaryOptions(instructions=resolve_instructions(instructions),
+                                          identifier_policy=identifier_policy,
+                                          identifier_instructions=identifier_instructions),
+                           previous_summary)
     if fit.result.error:
         return fit.finish()  # fail closed: the view reached before the failed summary
     if not fit.fits(target):
@@ -188,6 +183,21 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
     if not fit.fits(target):
         _raise_too_large(fit, messages, window_tokens, reserve, measure)
     return fit.finish()
+
+
+def _step_window_cut(fit: _Fit, window_tokens: int, target: float, keep_recent_tokens: int,
+                     summarize: Callable[[str], str], measure: Callable[[Message], int], opts: SummaryOptions,
+                     previous_summary: str | None) -> CutResult:
+    """Step b: keep at most keep_recent_tokens, half the window and half of what the system message leaves;
+    the summary gets the room between the kept tail and the target."""
+    head_tokens = fit.count(fit.view[:system_head(fit.view)])
+    keep = max(0, min(keep_recent_tokens, window_tokens // 2, int(target - head_tokens) // 2))
+    opts = replace(opts, chunk_tokens=max(window_tokens // 2, 1), view_budget_tokens=int(target),
+                   summary_budget_tokens=_summary_budget(target - head_tokens - keep))
+    cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=summarize, opts=opts,
+                     measure=measure, previous_summary=previous_summary, must_shrink=True)
+    fit.apply_cut(cut)
+    return cut
 
 
 def _step_restore(fit: _Fit, summarize: Callable[[str], str], config: Any) -> None:
@@ -263,8 +273,7 @@ def compact_now(messages: Sequence[Message], *, summarize: Callable[[str], str],
     # The operator asked for a compaction: when the view is over the keep budget but the budget's cut leaves
     # nothing older to summarize (one big newest tool round), cut at a later valid point rather than answer
     # "nothing to compact". A view within the budget stays as it is (facts 18, 22).
-    head = 1 if fit.view and fit.view[0].get("role") == "system" else 0
-    over_keep = sum(measure(m) for m in fit.view[head:]) > keep
+    over_keep = sum(measure(m) for m in fit.view[system_head(fit.view):]) > keep
     cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=summarize, opts=opts,
                      measure=measure, previous_summary=previous_summary, hard=keep <= 0, must_shrink=over_keep)
     fit.apply_cut(cut)

@@ -129,14 +129,10 @@ def _operator_block(instructions: str | None, identifier_policy: str, identifier
     return _wrap_operator_text("\n\n".join(parts)) if parts else ""
 
 
-def _text_of(content: Any) -> str:
-    return tool_result_text(content)
-
-
 def _render_one(message: dict[str, Any], names: dict[str, str], max_chars: int) -> str:
     role = message.get("role", "?")
     lines = []
-    text = _text_of(message.get("content"))
+    text = tool_result_text(message.get("content"))
     if role == "tool":
         name = names.get(str(message.get("tool_call_id", "")), "tool")
         return f"[tool result: {name}]\n{truncate_text(text, max_chars)}"

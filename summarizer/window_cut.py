@@ -18,7 +18,7 @@ from summarizer.compaction_prompt import parse_summary_message, summary_message
 from summarizer.cutpoints import CutPoint, find_cut_point, is_valid_cut_point, turn_start_index
 from summarizer.summary_writer import SummaryOptions, write_summary
 
-__all__ = ["CutResult", "window_cut", "merge_lineage", "fitted_options", "MIN_SUMMARY_BUDGET_TOKENS",
+__all__ = ["CutResult", "window_cut", "merge_lineage", "fitted_options", "system_head", "MIN_SUMMARY_BUDGET_TOKENS",
            "MAX_SUMMARY_SHARE_OF_REPLACED", "SUMMARY_MESSAGE_OVERHEAD_TOKENS"]
 
 Message = dict[str, Any]
@@ -39,6 +39,11 @@ class CutResult:
     audit: list[str] = field(default_factory=list)
     cut: CutPoint | None = None
     first_kept: int = 0  # index in the returned view of the first kept tail message
+
+
+def system_head(view: Sequence[Message]) -> int:
+    """How many leading messages are the system prompt (0 or 1): they are never compacted."""
+    return 1 if view and view[0].get("role") == "system" else 0
 
 
 def merge_lineage(parts: Sequence[Sequence[int]]) -> list[int]:
@@ -119,7 +124,7 @@ def window_cut(view: Sequence[Message], lineage: Sequence[Sequence[int]], *, kee
                previous_summary: str | None = None, hard: bool = False, must_shrink: bool = False) -> CutResult:
     """Compact `view` before its cut point (or all of it after the system message when `hard`).
     `must_shrink` (window fit): when the keep budget leaves nothing to summarize, cut later instead."""
-    head = 1 if view and view[0].get("role") == "system" else 0
+    head = system_head(view)
     work, lin, found, prior = _unwrap_previous(list(view), [list(x) for x in lineage], head)
     previous = _previous_text(previous_summary, found)
     cut, (span_ix, prefix_ix, kept_ix) = _choose_cut(work, measure, keep_recent_tokens, head, hard,
