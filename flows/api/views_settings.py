@@ -1,14 +1,13 @@
 """/api/settings/{profile}[?flow=id]: read and change summarizer settings (defaults: staff only)."""
 from __future__ import annotations
 
-from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 
 from flows.models import Flow, Profile
 from flows.params import parse_id
 from flows.selectors import flow_get_visible
-from flows.services import settings_override_for, settings_update
-from flows.settings_registry import settings_for, settings_validate
+from flows.services import settings_save
+from flows.settings_registry import settings_for
 
 from .errors import ApiError, not_found
 from .serializers import settings_json
@@ -49,11 +48,7 @@ def _put(request: HttpRequest, profile: str) -> JsonResponse:
     data = body["settings"] if isinstance(body.get("settings"), dict) else body
     if flow is None and not request.user.is_staff:
         raise ApiError(403, "forbidden", "only staff change the defaults; pass ?flow=<id> for your flow")
-    settings_validate(data, base=settings_for(profile=profile, flow=flow))  # before an override row is created
-    with transaction.atomic():  # a refused update must not leave a fresh override row behind
-        row = settings_override_for(flow=flow, profile=profile, user=request.user) if flow else \
-            settings_for(profile=profile)
-        change = settings_update(row=row, data=data, user=request.user, source="api")
+    row, change = settings_save(profile=profile, flow=flow, data=data, user=request.user, source="api")
     return JsonResponse({**settings_json(row), "scope": "flow" if row.flow_id else "defaults",
                          "changed": change.changes if change else {}})
 

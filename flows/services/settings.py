@@ -12,7 +12,7 @@ from flows.settings_registry import (
     PROFILES, SettingsError, settings_for, settings_from_env, settings_validate, settings_values,
 )
 
-__all__ = ["settings_update", "settings_override_for", "settings_import_env"]
+__all__ = ["settings_create", "settings_update", "settings_override_for", "settings_save", "settings_import_env"]
 
 
 def _label(row: SummarizerSettings) -> str:
@@ -39,6 +39,20 @@ def settings_update(*, row: SummarizerSettings, data: Mapping[str, Any], user=No
                                              source=source[:32], changes=changes)
 
 
+def _record_created(row: SummarizerSettings, *, user, source: str) -> SettingsChange:
+    return SettingsChange.objects.create(settings=row, label=_label(row), user=user if getattr(user, "pk", None)
+                                         else None, source=source[:32], changes={})
+
+
+def settings_create(*, row: SummarizerSettings, user=None, source: str = "admin") -> SummarizerSettings:
+    """Save a new settings row (the admin's add form) and record its creation in the change history."""
+    with transaction.atomic():
+        row.updated_by = user if getattr(user, "pk", None) else None
+        row.save()
+        _record_created(row, user=user, source=source)
+    return row
+
+
 def settings_override_for(*, flow: Flow, profile: str, user=None) -> SummarizerSettings:
     """The flow's own settings row, created as a copy of the profile's defaults when it has none yet."""
     existing = SummarizerSettings.objects.filter(profile=profile, flow=flow).first()
@@ -48,9 +62,23 @@ def settings_override_for(*, flow: Flow, profile: str, user=None) -> SummarizerS
     with transaction.atomic():
         row, created = SummarizerSettings.objects.get_or_create(profile=profile, flow=flow, defaults=values)
         if created:
-            SettingsChange.objects.create(settings=row, label=_label(row), user=user if getattr(user, "pk", None)
-                                          else None, source="override", changes={})
+            _record_created(row, user=user, source="override")
     return row
+
+
+def settings_save(*, profile: str, flow: Flow | None, data: Mapping[str, Any], user=None,
+                  source: str) -> tuple[SummarizerSettings, SettingsChange | None]:
+    """Apply `data` to the flow's override (created on its first save) or, without a flow, the profile's defaults.
+
+    Validated before anything is written and atomic, so a refused change leaves no fresh override row behind.
+    Who may change the defaults is the caller's decision (pages and API allow staff only).
+    """
+    settings_validate(data, base=settings_for(profile=profile, flow=flow), profile=profile)
+    with transaction.atomic():
+        row = settings_override_for(flow=flow, profile=profile, user=user) if flow is not None else \
+            settings_for(profile=profile)
+        change = settings_update(row=row, data=data, user=user, source=source)
+    return row, change
 
 
 def settings_import_env(environ: Mapping[str, str], *, user=None) -> dict[str, dict[str, list[Any]]]:

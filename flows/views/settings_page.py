@@ -10,7 +10,6 @@ from typing import Any, Mapping
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +19,7 @@ from ..models import Chain, Flow, Profile, SummarizerSettings
 from ..params import parse_id
 from ..selectors import chains_visible_to, flows_visible_to
 from ..selectors_pages import flow_for_page
-from ..services import settings_override_for, settings_update
+from ..services import settings_save
 from ..settings_registry import (
     SETTINGS_FIELDS, SettingsError, defaults_for, settings_env_export, settings_for, settings_validate,
     settings_values, settings_warnings,
@@ -122,10 +121,7 @@ def _save(request: HttpRequest, *, profile: str, flow: Flow | None, data: dict[s
           chain_id: int | None) -> HttpResponse:
     if flow is None and not request.user.is_staff:
         return HttpResponseForbidden("Only staff can change the defaults; choose one of your flows to override them.")
-    with transaction.atomic():  # the override and its values are written together or not at all
-        row = settings_override_for(flow=flow, profile=profile, user=request.user) if flow else \
-            settings_for(profile=profile)
-        change = settings_update(row=row, data=data, user=request.user, source="page")
+    _, change = settings_save(profile=profile, flow=flow, data=data, user=request.user, source="page")
     if change is None:
         messages.info(request, "Nothing changed.")
     else:

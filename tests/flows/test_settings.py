@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from flows.models import SettingsChange, SummarizerSettings
-from flows.services import settings_import_env, settings_update
+from flows.services import settings_import_env, settings_save, settings_update
 from flows.settings_registry import (
     FIELDS_BY_NAME, SETTINGS_FIELDS, SettingsError, defaults_for, parse_env_text, settings_env_export,
     settings_for, settings_validate, settings_values, summarizer_config_for,
@@ -115,6 +115,20 @@ def test_an_invalid_update_saves_nothing(user):
         settings_update(row=row, data={"last_sec_bytes": 40000, "keep_qa_sections": 50}, user=user)
     row.refresh_from_db()
     assert row.last_sec_bytes == 51200 and not SettingsChange.objects.exists()
+
+
+def test_saving_a_flows_settings_creates_its_override_and_leaves_the_defaults_alone(user, make_flow):
+    flow = make_flow()
+    row, change = settings_save(profile="agent", flow=flow, data={"last_sec_bytes": "30000"}, user=user, source="page")
+    assert (row.flow, row.last_sec_bytes, change.changes) == (flow, 30000, {"last_sec_bytes": [51200, 30000]})
+    assert settings_for(profile="agent").last_sec_bytes == 51200
+
+
+def test_a_refused_save_leaves_no_override_row_behind(user, make_flow):
+    flow = make_flow()
+    with pytest.raises(SettingsError):
+        settings_save(profile="agent", flow=flow, data={"keep_qa_sections": 50}, user=user, source="api")
+    assert not SummarizerSettings.objects.filter(flow=flow).exists() and not SettingsChange.objects.exists()
 
 
 @pytest.mark.parametrize("profile, data", [
