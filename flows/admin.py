@@ -11,7 +11,7 @@ from flows.models import (
     Agent, ApiToken, Chain, ChainView, Flow, LLMCall, MemoryNote, Message, ModelWindow, ProviderConfig, Section,
     SettingsChange, SummarizerSettings, SummaryEvent,
 )
-from flows.services import settings_update
+from flows.services import settings_create, settings_update
 from flows.settings_registry import SETTINGS_FIELDS, SettingsError, settings_env_export
 
 __all__ = ["ReadOnlyAdmin", "SummarizerSettingsAdmin"]
@@ -128,10 +128,7 @@ class SummarizerSettingsAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: SummarizerSettings, form: Any, change: bool) -> None:
         """Edits go through settings_update so the admin writes the same history as every other path."""
         if not change:
-            obj.updated_by = request.user
-            obj.save()
-            SettingsChange.objects.create(settings=obj, label=str(obj), user=request.user, source="admin",
-                                          changes={})
+            settings_create(row=obj, user=request.user, source="admin")
             return
         data = {name: form.cleaned_data[name] for name in form.changed_data if name in form.cleaned_data
                 and name not in ("profile", "flow")}

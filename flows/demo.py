@@ -24,8 +24,8 @@ from typing import Any, Callable, Iterator
 from django.db import close_old_connections, connections
 
 from . import demo_tools as tools
-from .models import Chain, Flow, FlowStatus, ModelWindow
-from .services import agent_create, chain_append, flow_create, settings_override_for, settings_update
+from .models import Chain, Flow, FlowStatus
+from .services import agent_create, chain_append, flow_create, flow_set_status, model_window_ensure, settings_save
 
 __all__ = [
     "DEMO_MODEL", "DEMO_WINDOW_TOKENS", "DEMO_SETTINGS", "DEMO_HOSTS", "DemoHandle", "demo_start", "demo_stop",
@@ -133,18 +133,17 @@ def demo_turns(rng: random.Random, host: str, *, first: bool) -> Iterator[tuple[
 
 def demo_create(*, owner, title: str | None = None) -> tuple[Flow, Chain]:
     """The demo flow, its pentester agent and settings; the demo model's window is registered once."""
-    ModelWindow.objects.get_or_create(model=DEMO_MODEL, defaults={
-        "context_window": DEMO_WINDOW_TOKENS, "max_output_tokens": DEMO_MAX_OUTPUT_TOKENS, "source": "demo"})
+    model_window_ensure(model=DEMO_MODEL, context_window=DEMO_WINDOW_TOKENS,
+                        max_output_tokens=DEMO_MAX_OUTPUT_TOKENS, source="demo")
     flow = flow_create(owner=owner, title=title or f"Demo: pentest of {DEMO_HOSTS[0]}", model_name=DEMO_MODEL)
     agent = agent_create(flow=flow, agent_type="pentester", profile="agent")
-    row = settings_override_for(flow=flow, profile="agent", user=owner)
-    settings_update(row=row, data=DEMO_SETTINGS, user=owner, source="demo")
+    settings_save(profile="agent", flow=flow, data=DEMO_SETTINGS, user=owner, source="demo")
     return flow, agent.chains.get(is_active=True)
 
 
 def _set_status(flow_id: int, status: str) -> None:
     # The demo plays the agent, and agents report their status; there is no other writer of it.
-    Flow.objects.filter(pk=flow_id).update(status=status)
+    flow_set_status(flow_id=flow_id, status=status)
 
 
 def _request_compaction(chain: Chain, instructions: str) -> None:

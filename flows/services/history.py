@@ -16,14 +16,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from flows.events import broadcast
-from flows.models import Agent, ApiToken, Chain, Flow, Message, Profile
+from flows.models import Agent, ApiToken, Chain, Flow, FlowStatus, Message, Profile
 from flows.models.chains import AGENT_TYPES
 from summarizer.formats import FormatError, import_chain
 from summarizer.messages import MessageError, message_size, validate_messages
 from summarizer.toolcall_ids import detect_id_template
 
 __all__ = [
-    "MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "flow_create", "agent_create",
+    "MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "flow_create",
+    "flow_set_status", "agent_create",
     "chain_append", "chain_import", "api_token_create", "turn_completed",
 ]
 
@@ -63,6 +64,13 @@ def _plain(text: str) -> str:
 def flow_create(*, owner, title: str, model_name: str = "") -> Flow:
     return Flow.objects.create(owner=owner, title=(_plain(title or "") or "Untitled flow")[:200],
                                model_name=_plain(model_name)[:200])
+
+
+def flow_set_status(*, flow_id: int, status: str) -> None:
+    """The status an agent reports for its flow (running, waiting, finished, failed)."""
+    if status not in FlowStatus.values:
+        raise ValueError(f"unknown flow status {status!r}")
+    Flow.objects.filter(pk=flow_id).update(status=status)
 
 
 def agent_create(*, flow: Flow, agent_type: str, profile: str = Profile.AGENT) -> Agent:

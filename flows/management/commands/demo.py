@@ -6,26 +6,20 @@ through `manage.py run` (live events cross processes only through Redis; otherwi
 """
 from __future__ import annotations
 
-import secrets
 import threading
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from flows.demo import DEMO_MAX_CAMPAIGNS, demo_create, demo_run
-
-PASSWORD_BYTES = 12
+from flows.services import user_ensure
 
 
 def owner_for(command: BaseCommand, username: str):
     """The user who owns the flow; created (password printed once) when missing."""
-    users = get_user_model()
-    user = users.objects.filter(username=username).first()
-    if user is None:
-        password = secrets.token_urlsafe(PASSWORD_BYTES)
-        user = users.objects.create_user(username=username, password=password)
+    user, password = user_ensure(username=username)
+    if password is not None:
         command.stdout.write(command.style.WARNING(f"created user '{username}' with password '{password}' (shown once)"))
     return user
 

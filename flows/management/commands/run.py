@@ -6,20 +6,18 @@ separate processes (`celery -A pentagi_web worker`), unless `--embedded-worker` 
 """
 from __future__ import annotations
 
-import importlib
 import logging
-import secrets
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
+
+from flows.services import user_ensure
 
 log = logging.getLogger(__name__)
 
 DEMO_USERNAME = "demo"
-DEMO_PASSWORD_BYTES = 12
 CELERY_COMMAND = ".venv/bin/celery -A pentagi_web worker --loglevel=INFO"
 
 
@@ -50,14 +48,11 @@ class Command(BaseCommand):
 
     def _ensure_demo_user(self):
         """Create the demo user once; its random password is printed once and only its hash is stored."""
-        users = get_user_model()
-        user = users.objects.filter(username=DEMO_USERNAME).first()
-        if user is not None:
+        user, password = user_ensure(username=DEMO_USERNAME)
+        if password is None:
             self.stdout.write(f"login: user '{DEMO_USERNAME}' (password printed when it was created; "
                               f"change it with `manage.py changepassword {DEMO_USERNAME}`)")
             return user
-        password = secrets.token_urlsafe(DEMO_PASSWORD_BYTES)
-        user = users.objects.create_user(username=DEMO_USERNAME, password=password)
         self.stdout.write(self.style.WARNING(
             f"login: user '{DEMO_USERNAME}', password '{password}' (shown once; stored hashed)"))
         return user
@@ -74,13 +69,10 @@ class Command(BaseCommand):
         return worker
 
     def _start_demo(self, user) -> None:
+        from flows.demo import demo_start
+
         try:
-            demo = importlib.import_module("flows.demo")
-        except ImportError:
-            self.stdout.write("demo unavailable (flows.demo is not installed); starting without it")
-            return
-        try:
-            flow = demo.demo_start(owner=user)
+            flow = demo_start(owner=user)
         except Exception as exc:  # the product must still start when the demo can't
             log.exception("demo failed to start")
             self.stdout.write(f"demo failed to start: {exc}")
