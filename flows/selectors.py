@@ -7,7 +7,8 @@ from .models import Chain, ChainView, Flow, Message, SummaryEvent
 
 __all__ = [
     "flows_visible_to", "chain_visible_to", "chains_visible_to", "flow_get_visible", "chain_get_visible",
-    "chain_messages", "chain_raw_messages", "chain_view_latest", "chain_events",
+    "chain_messages", "chain_raw_messages", "chain_view_latest", "chain_events", "chain_exists", "chain_message",
+    "event_instructions", "flow_chain_for_export",
 ]
 
 
@@ -52,3 +53,25 @@ def chain_view_latest(*, chain: Chain) -> ChainView | None:
 
 def chain_events(*, chain: Chain, limit: int = 200) -> QuerySet[SummaryEvent]:
     return chain.events.order_by("-id")[:limit]
+
+
+def chain_exists(*, chain_id: int) -> bool:
+    return Chain.objects.filter(pk=chain_id).exists()
+
+
+def chain_message(*, chain: Chain, seq: int) -> Message | None:
+    return chain.messages.filter(seq=seq).first()
+
+
+def event_instructions(*, chain_id: int, event_id: int) -> str | None:
+    """The focus instructions of a chain's event; None when that event does not exist (any more)."""
+    return (SummaryEvent.objects.filter(pk=event_id, chain_id=chain_id)
+            .values_list("instructions", flat=True).first())
+
+
+def flow_chain_for_export(*, flow: Flow, chain_id: int | None) -> Chain | None:
+    """The flow's chain with that id, or without an id the first agent's active chain."""
+    chains = Chain.objects.filter(agent__flow=flow)
+    if chain_id is not None:
+        return chains.filter(pk=chain_id).first()
+    return chains.filter(is_active=True).order_by("agent_id").first()

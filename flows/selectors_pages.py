@@ -20,7 +20,7 @@ __all__ = [
     "PAGE_SIZE_MESSAGES", "SUMMARY_TOOL_NAME", "SUMMARY_PREFIX", "WindowInfo", "FlowRow", "RawFilters",
     "window_for_model", "flows_list_rows", "flow_for_page", "flow_detail_context", "chain_for_page",
     "chain_tool_names", "raw_page", "raw_page_count", "chain_totals", "view_for_chain", "events_for_chain",
-    "view_history", "raw_prefix_bytes", "message_text", "is_summary_message", "settings_row_for",
+    "view_history", "raw_prefix_bytes", "display_text", "is_summary_message", "settings_row_for",
 ]
 
 PAGE_SIZE_MESSAGES = 200
@@ -233,7 +233,7 @@ def raw_prefix_bytes(*, chain: Chain) -> list[int]:
     return prefix
 
 
-def message_text(message: dict[str, Any]) -> str:
+def display_text(message: dict[str, Any]) -> str:
     """Plain text of a message for display: its content parts, then its tool calls as `name(arguments)`."""
     content = message.get("content")
     parts: list[str] = []
@@ -257,7 +257,7 @@ def is_summary_message(message: dict[str, Any], raw_seqs: list[int]) -> bool:
         return True
     if any(((c or {}).get("function") or {}).get("name") == SUMMARY_TOOL_NAME for c in message.get("tool_calls") or []):
         return True
-    text = message_text(message)
+    text = display_text(message)
     return text.startswith(SUMMARY_PREFIX) or (message.get("role") == "user" and COMPACTION_SUMMARY_MARK in text)
 
 

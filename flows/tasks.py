@@ -10,7 +10,7 @@ import logging
 
 from celery import shared_task
 
-from flows.models import Chain, SummaryEvent
+from flows import selectors
 
 __all__ = ["summarize_chain_task", "compact_chain_task", "fit_chain_task"]
 
@@ -22,7 +22,7 @@ def summarize_chain_task(chain_id: int) -> int | None:
     """Summarize after an agent turn. Returns the recorded event's id (None when nothing changed)."""
     from flows.services.views import chain_summarize
 
-    if not Chain.objects.filter(pk=chain_id).exists():
+    if not selectors.chain_exists(chain_id=chain_id):
         log.info("summarize: chain %s is gone", chain_id)
         return None
     event = chain_summarize(chain_id=chain_id, trigger="turn")
@@ -34,12 +34,11 @@ def compact_chain_task(chain_id: int, event_id: int | None = None) -> int | None
     """Manual compaction; the RUNNING event was created by the request, so a re-delivery finishes it once."""
     from flows.services.views import chain_compact
 
-    if not Chain.objects.filter(pk=chain_id).exists():
+    if not selectors.chain_exists(chain_id=chain_id):
         log.info("compact: chain %s is gone", chain_id)
         return None
     if event_id is not None:
-        instructions = (SummaryEvent.objects.filter(pk=event_id, chain_id=chain_id)
-                        .values_list("instructions", flat=True).first())
+        instructions = selectors.event_instructions(chain_id=chain_id, event_id=event_id)
         if instructions is None:
             log.info("compact: event %s of chain %s is gone", event_id, chain_id)
             return None
@@ -53,7 +52,7 @@ def fit_chain_task(chain_id: int) -> int | None:
     """Fit the current view to the model's window on demand."""
     from flows.services.views import chain_fit
 
-    if not Chain.objects.filter(pk=chain_id).exists():
+    if not selectors.chain_exists(chain_id=chain_id):
         return None
     event = chain_fit(chain_id=chain_id, trigger="window")
     return event.pk if event else None

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from flows.models import AGENT_TYPES, Chain, Flow, Profile
 from flows.params import parse_id
-from flows.selectors import chain_raw_messages, flow_get_visible, flows_visible_to
+from flows.selectors import chain_raw_messages, flow_chain_for_export, flow_get_visible, flows_visible_to
 from flows.services import agent_create, flow_create
 from summarizer.formats import FORMATS, export_chain
 
@@ -78,13 +78,9 @@ def _add_agent(request: HttpRequest, flow_id: str) -> JsonResponse:
 
 
 def _export_chain(request: HttpRequest, flow: Flow) -> Chain:
-    chains = Chain.objects.filter(agent__flow=flow)
     wanted = request.GET.get("chain")
-    if wanted:
-        chain_id = parse_id(wanted)
-        chain = chains.filter(pk=chain_id).first() if chain_id is not None else None
-    else:
-        chain = chains.filter(is_active=True).order_by("agent_id").first()
+    chain_id = parse_id(wanted) if wanted else None
+    chain = None if wanted and chain_id is None else flow_chain_for_export(flow=flow, chain_id=chain_id)
     if chain is None:
         raise not_found("chain")
     return chain

@@ -13,7 +13,7 @@ from typing import Any
 
 from flows.models import Chain, MemoryNote, SummaryEvent
 
-__all__ = ["MAX_NOTES_PER_FLUSH", "MAX_NOTE_CHARS", "facts_in", "memory_flush", "message_text"]
+__all__ = ["MAX_NOTES_PER_FLUSH", "MAX_NOTE_CHARS", "facts_in", "memory_flush", "identifier_text"]
 
 MAX_NOTES_PER_FLUSH = 200  # a huge span must not flood the notes list; the first facts are the oldest
 MAX_NOTE_CHARS = 500
@@ -21,7 +21,7 @@ _HOST_PORT_RE = re.compile(r"^[\w.-]+:\d{1,5}$")
 _CREDENTIAL_KINDS = {"credential", "password", "hash", "flag"}
 
 
-def message_text(message: dict[str, Any]) -> str:
+def identifier_text(message: dict[str, Any]) -> str:
     """What a message says, tool call arguments included (identifiers hide in commands)."""
     from summarizer.messages import content_text
 
@@ -46,7 +46,7 @@ def facts_in(messages: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
     """(kind, text) facts of the messages, unique, in order: credentials first, then hosts and identifiers."""
     from summarizer.identifiers import extract_findings, extract_identifiers
 
-    text = "\n".join(message_text(m) for m in messages)
+    text = "\n".join(identifier_text(m) for m in messages)
     facts: dict[tuple[str, str], None] = {}
     for finding in extract_findings(text):
         kind = "credential" if finding.kind in _CREDENTIAL_KINDS else "identifier"

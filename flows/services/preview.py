@@ -11,7 +11,7 @@ from typing import Any
 
 from flows.models import Chain, Message
 from flows.services import view_records as records
-from flows.services.memory import message_text
+from flows.services.memory import identifier_text
 from flows.services.views import view_current, window_for
 
 __all__ = ["PREVIEW_SEED", "chain_preview", "identifier_retention"]
@@ -38,10 +38,10 @@ def identifier_retention(raw: list[dict[str, Any]], seqs: list[int], view: list[
     from summarizer.identifiers import extract_identifiers, missing_identifiers
 
     replaced = {s for lin, new in zip(lineage, fresh) if new for s in lin}
-    ids = extract_identifiers("\n".join(message_text(m) for m, seq in zip(raw, seqs) if seq in replaced))
+    ids = extract_identifiers("\n".join(identifier_text(m) for m, seq in zip(raw, seqs) if seq in replaced))
     if not ids:
         return None
-    missing = missing_identifiers(ids, "\n".join(message_text(m) for m in view))
+    missing = missing_identifiers(ids, "\n".join(identifier_text(m) for m in view))
     return round(1 - len(missing) / len(ids), 4)
 
 

@@ -14,10 +14,11 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from ..models import ROLES, Chain, Message
+from ..models import ROLES, Chain
+from ..selectors import chain_message
 from ..selectors_pages import (
     PAGE_SIZE_MESSAGES, RawFilters, chain_for_page, chain_tool_names, chain_totals, events_for_chain, raw_page,
-    message_text, raw_page_count, raw_prefix_bytes, settings_row_for, view_for_chain, view_history, window_for_model,
+    display_text, raw_page_count, raw_prefix_bytes, settings_row_for, view_for_chain, view_history, window_for_model,
 )
 from .chain_layout import layout_bands, raw_row
 from .charts import bytes_chart, tokens_chart
@@ -139,10 +140,10 @@ def chain_view_panel(request: HttpRequest, chain_id: int) -> HttpResponse:
 def chain_message_text(request: HttpRequest, chain_id: int, seq: int) -> HttpResponse:
     """The full text of one raw message as text/plain (bodies above FULL_TEXT_CHARS are not inlined)."""
     chain = chain_for_page(chain_id=chain_id, user=request.user)
-    message = Message.objects.filter(chain=chain, seq=seq).first()
+    message = chain_message(chain=chain, seq=seq)
     if message is None:
         raise Http404("no such message")
-    response = HttpResponse(message_text(message.to_dict()), content_type="text/plain; charset=utf-8")
+    response = HttpResponse(display_text(message.to_dict()), content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'"
     return response

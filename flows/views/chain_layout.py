@@ -16,7 +16,7 @@ from typing import Any, Iterable
 from summarizer.messages import message_size
 
 from ..models import ChainView, Message
-from ..selectors_pages import is_summary_message, message_text
+from ..selectors_pages import is_summary_message, display_text
 
 __all__ = ["PREVIEW_CHARS", "FULL_TEXT_CHARS", "RawRow", "ViewRow", "Band", "raw_row", "view_rows", "layout_bands",
            "seq_ranges", "message_bytes", "tool_name_of"]
@@ -128,7 +128,7 @@ def _token_counter(model: str):
 
 def raw_row(message: Message, tool_names: dict[str, str]) -> RawRow:
     data = message.to_dict()
-    text = message_text(data)
+    text = display_text(data)
     full = text[:FULL_TEXT_CHARS]
     return RawRow(seq=message.seq, role=message.role, tool=tool_name_of(data, tool_names),
                   byte_size=message.byte_size, tokens=message.token_count, preview=_preview(text), full=full,
@@ -153,7 +153,7 @@ def view_rows(view: ChainView | None, tool_names: dict[str, str], *, model: str 
         if wanted is not None and i not in wanted:
             rows.append(ViewRow(i, m.get("role", ""), "", 0, 0, "", "", False, seqs))
             continue
-        text = message_text(m)
+        text = display_text(m)
         size = message_bytes(m, names)
         rows.append(ViewRow(index=i, role=m.get("role", ""), tool=tool_name_of(m, names), byte_size=size,
                             tokens=count_tokens(m, size), preview=_preview(text), full=text[:FULL_TEXT_CHARS],
@@ -226,7 +226,7 @@ def _section_numbers(view: ChainView | None) -> list[tuple[int, str]]:
     for m in (view.messages if view is not None else []):
         if m.get("role") == "user":
             number += 1
-            title = _preview(message_text(m))[:120]
+            title = _preview(display_text(m))[:120]
         out.append((number, title))
     return out
 
