@@ -82,6 +82,7 @@ TEMPLATES = [
     },
 ]
 
+
 def database_config(url: str | None) -> dict:
     """One database from DATABASE_URL; SQLite (under var/) when unset."""
     config = dj_database_url.parse(url or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=60)
