@@ -18,14 +18,23 @@ import random
 import string
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from django.db import close_old_connections, connections
 
 from . import demo_tools as tools
 from .models import Chain, Flow, FlowStatus
-from .services import agent_create, chain_append, flow_create, flow_set_status, model_window_ensure, settings_save
+from .services import (
+    agent_create,
+    chain_append,
+    chain_request_compaction,
+    flow_create,
+    flow_set_status,
+    model_window_ensure,
+    settings_save,
+)
 
 __all__ = [
     "DEMO_MODEL", "DEMO_WINDOW_TOKENS", "DEMO_SETTINGS", "DEMO_HOSTS", "DemoHandle", "demo_start", "demo_stop",
@@ -72,9 +81,9 @@ def _turn(rng: random.Random, thought: str, calls: list[tuple[str, dict[str, Any
     ids = [_call_id(rng) for _ in calls]
     ai = {"role": "assistant", "content": thought, "tool_calls": [
         {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-        for cid, (name, args, _) in zip(ids, calls)]}
+        for cid, (name, args, _) in zip(ids, calls, strict=False)]}
     return [ai] + [{"role": "tool", "tool_call_id": cid, "name": name, "content": out}
-                   for cid, (name, _, out) in zip(ids, calls)]
+                   for cid, (name, _, out) in zip(ids, calls, strict=False)]
 
 
 def _sh(cmd: str) -> dict[str, Any]:
@@ -147,8 +156,6 @@ def _set_status(flow_id: int, status: str) -> None:
 
 
 def _request_compaction(chain: Chain, instructions: str) -> None:
-    from .services.views import chain_request_compaction
-
     chain_request_compaction(chain=chain, instructions=instructions, user=None)
 
 

@@ -8,27 +8,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 __all__ = [
-    "MessageAppended", "ViewUpdated", "CompactionStarted", "CompactionCompleted", "CompactionFailed",
-    "ChainEvent", "EVENT_TYPES", "group_name", "broadcast", "bind_event_loop",
+    "MessageAppendedEvent", "ViewUpdatedEvent", "CompactionStartedEvent", "CompactionCompletedEvent",
+    "CompactionFailedEvent", "ChainEvent", "EVENT_TYPES", "group_name", "broadcast", "bind_event_loop",
 ]
 
 log = logging.getLogger(__name__)
 
 
-class MessageAppended(TypedDict):
+class MessageAppendedEvent(TypedDict):
     type: Literal["message.appended"]
     chain_id: int
     messages: list[dict[str, Any]]  # each: canonical message + "seq", "byte_size", "token_count"
     last_seq: int
 
 
-class ViewUpdated(TypedDict):
+class ViewUpdatedEvent(TypedDict):
     type: Literal["view.updated"]
     chain_id: int
     version: int
@@ -38,14 +38,14 @@ class ViewUpdated(TypedDict):
     messages: int  # number of messages in the view; the page fetches the view itself
 
 
-class CompactionStarted(TypedDict):
+class CompactionStartedEvent(TypedDict):
     type: Literal["compaction.started"]
     chain_id: int
     event_id: int
     trigger: str
 
 
-class CompactionCompleted(TypedDict):
+class CompactionCompletedEvent(TypedDict):
     type: Literal["compaction.completed"]
     chain_id: int
     event_id: int
@@ -59,7 +59,7 @@ class CompactionCompleted(TypedDict):
     compactions: int
 
 
-class CompactionFailed(TypedDict):
+class CompactionFailedEvent(TypedDict):
     type: Literal["compaction.failed"]
     chain_id: int
     event_id: int
@@ -67,7 +67,10 @@ class CompactionFailed(TypedDict):
     reason: str
 
 
-ChainEvent = Union[MessageAppended, ViewUpdated, CompactionStarted, CompactionCompleted, CompactionFailed]
+# Named *Event so that `CompactionFailedEvent` (a live notice) is never confused with the engine's exception
+# `summarizer.CompactionFailed`.
+ChainEvent = (MessageAppendedEvent | ViewUpdatedEvent | CompactionStartedEvent | CompactionCompletedEvent
+              | CompactionFailedEvent)
 EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.failed")
 
 

@@ -19,12 +19,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from summarizer.audit import MAX_ENFORCED_IDENTIFIER_CHARS
-from summarizer.extractive_input import (PREVIOUS_SUMMARY, Entry, named_identifiers, outside_text, parse_prompt, requested_budget_chars,
-                                         requested_headings)
+from summarizer.extractive_input import (
+    PREVIOUS_SUMMARY,
+    Entry,
+    named_identifiers,
+    outside_text,
+    parse_prompt,
+    requested_budget_chars,
+    requested_headings,
+)
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 
 __all__ = ["extractive_summarize", "make_extractive", "DEFAULT_BUDGET_BYTES"]

@@ -107,7 +107,7 @@ def _ai_text_entries(text: str) -> list[Entry]:
 def _pentagi_messages(block: str) -> list[Entry]:
     entries: list[Entry] = []
     pieces = _MESSAGE_SPLIT_RE.split(block)
-    for role, body in zip(pieces[1::2], pieces[2::2]):
+    for role, body in zip(pieces[1::2], pieces[2::2], strict=False):
         for tag, name, text in _PART_RE.findall(body):
             if tag == "tool_call_response":
                 entries += _summary_entries(text) if name == SUMMARY_TOOL else [Entry("result", text, name)]

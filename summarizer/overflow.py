@@ -15,8 +15,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from summarizer.compaction_errors import (CompactionFailed, OverflowRecoveryFailed, RetryableProviderError,
-                                          SummarizeAborted)
+from summarizer.compaction_errors import (
+    CompactionFailed,
+    OverflowRecoveryFailed,
+    RetryableProviderError,
+    SummarizeAborted,
+)
 
 __all__ = ["is_context_overflow_error", "observed_token_count", "is_compaction_failure", "is_timeout_error",
            "is_retryable_provider_error", "call_with_overflow_recovery", "RetryableProviderError",
@@ -140,7 +144,9 @@ def call_with_overflow_recovery(call: Callable[[list[dict[str, Any]]], Any], mes
     Returns the call's result; raises OverflowRecoveryFailed, or the call's own error when it is not an overflow.
     """
     if measure is None:
-        from summarizer.tokens import count_tokens as measure  # lazy: keeps this module importable alone
+        from summarizer.tokens import count_tokens  # lazy: keeps this module importable alone
+
+        measure = count_tokens
     view = list(messages)
     compactions = timeout_compactions = 0
     truncated = False

@@ -5,8 +5,10 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
+from flows.engine import FORMATS
 from flows.models import AGENT_TYPES
-from summarizer.formats import FORMATS
+
+from .errors import error_response
 
 __all__ = ["SCHEMA", "schema_view"]
 
@@ -167,7 +169,5 @@ SCHEMA: dict[str, Any] = {
 
 def schema_view(request: HttpRequest) -> JsonResponse:
     if request.method not in ("GET", "HEAD"):
-        from .errors import error_response
-
         return error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
     return JsonResponse(SCHEMA)

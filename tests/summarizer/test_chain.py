@@ -4,8 +4,16 @@ from __future__ import annotations
 import pytest
 
 from summarizer.chain import (
-    COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARIZATION_TOOL, UNHANDLED_CALL_TEXT, BodyPair, ChainError,
-    body_pair_from_messages, check_invariants, parse_chain,
+    COMPLETION,
+    REQUEST_RESPONSE,
+    SUMMARIZATION,
+    SUMMARIZATION_TOOL,
+    UNHANDLED_CALL_TEXT,
+    BodyPair,
+    ChainError,
+    body_pair_from_messages,
+    check_invariants,
+    parse_chain,
 )
 from summarizer.chain_ops import append_human
 from summarizer.messages import MessageError

@@ -4,7 +4,11 @@ from __future__ import annotations
 import pytest
 
 from summarizer.prompts import (
-    INSTRUCTIONS_MESSAGES_ONLY, INSTRUCTIONS_TASKS_ONLY, INSTRUCTIONS_WITH_TASKS, PromptError, build_summary_prompt,
+    INSTRUCTIONS_MESSAGES_ONLY,
+    INSTRUCTIONS_TASKS_ONLY,
+    INSTRUCTIONS_WITH_TASKS,
+    PromptError,
+    build_summary_prompt,
 )
 from tests.summarizer.engine_builders import ai, call, human, system, tool
 

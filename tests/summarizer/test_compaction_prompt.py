@@ -1,13 +1,25 @@
 """The compaction prompt, identifier policy, operator instructions and the summary message (§5, §6)."""
 from __future__ import annotations
 
-from summarizer.compaction_prompt import (CHARS_PER_TOKEN_ESTIMATE, LATEST_ASK_TAG, MAX_INSTRUCTION_CHARS,
-                                          REQUIRED_HEADINGS, SPLIT_TURN_PREFIX_SENTENCE, STRICT_IDENTIFIER_GUIDANCE,
-                                          SUMMARY_INTRO,
-                                          budget_sentence, build_compaction_prompt, build_split_turn_prompt,
-                                          identifier_guidance, parse_summary_message, render_messages,
-                                          resolve_instructions, split_turn_instructions, summarization_instructions,
-                                          summary_message)
+from summarizer.compaction_prompt import (
+    CHARS_PER_TOKEN_ESTIMATE,
+    LATEST_ASK_TAG,
+    MAX_INSTRUCTION_CHARS,
+    REQUIRED_HEADINGS,
+    SPLIT_TURN_PREFIX_SENTENCE,
+    STRICT_IDENTIFIER_GUIDANCE,
+    SUMMARY_INTRO,
+    budget_sentence,
+    build_compaction_prompt,
+    build_split_turn_prompt,
+    identifier_guidance,
+    parse_summary_message,
+    render_messages,
+    resolve_instructions,
+    split_turn_instructions,
+    summarization_instructions,
+    summary_message,
+)
 
 SPAN = [{"role": "user", "content": "scan 10.0.0.5"},
         {"role": "assistant", "content": None, "tool_calls": [

@@ -6,7 +6,7 @@ keeps is the summarized one, and new messages are appended to it.
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

@@ -4,8 +4,14 @@ from __future__ import annotations
 import pytest
 
 from summarizer.compaction_errors import CompactionFailed, OverflowRecoveryFailed, RetryableProviderError
-from summarizer.overflow import (OVERFLOW_SIGNATURES, call_with_overflow_recovery, is_compaction_failure,
-                                 is_context_overflow_error, is_retryable_provider_error, observed_token_count)
+from summarizer.overflow import (
+    OVERFLOW_SIGNATURES,
+    call_with_overflow_recovery,
+    is_compaction_failure,
+    is_context_overflow_error,
+    is_retryable_provider_error,
+    observed_token_count,
+)
 
 OVERFLOW_TEXTS = [
     "Error code: 413 - {'type': 'error', 'error': {'type': 'request_too_large'}}",
