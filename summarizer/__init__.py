@@ -20,7 +20,10 @@ from .compaction_errors import (CompactionFailed, ContextTooLarge, OverflowRecov
 from .fallback import retry_call, summarize_with_fallback
 from .fit_plan import FitPlan, effective_reserve, plan_fit
 from .overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
-from .providers import get_compaction_provider, register_compaction_provider, unregister_compaction_provider
+from .providers import (get_compaction_provider, register_compaction_provider, registered_compaction_providers,
+                        unregister_compaction_provider)
+from .settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
+from .catalog import window_check
 from .prune import PruneSettings, prune_view
 from .validate_view import InvalidView, assert_valid_view
 from .extractive import extractive_summarize, make_extractive
@@ -43,4 +46,7 @@ __all__ = [
     "FitPlan", "plan_fit", "effective_reserve", "is_context_overflow_error", "observed_token_count",
     "call_with_overflow_recovery", "register_compaction_provider", "get_compaction_provider",
     "unregister_compaction_provider", "prune_view", "PruneSettings", "assert_valid_view", "InvalidView",
+    "registered_compaction_providers", "window_check",
+    # settings: one declaration per setting, one boolean parser (Go's strconv.ParseBool set)
+    "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
 ]
