@@ -169,7 +169,8 @@ def env_import_plan(profile: str, environ: Mapping[str, str], base: Mapping[str,
     for name in [n for n in values if not FIELDS_BY_NAME[n].editable(profile)]:
         forced = ASSISTANT_FORCED[name]
         if values.pop(name) != forced:
-            plan.rejected[sources[name]] = f"{sources[name]}: fixed to {forced} for the assistant"
+            var = sources[name]
+            plan.rejected[var] = f"{var}={environ[var]!r}: fixed to {forced} for the assistant"
     pending, merged = dict(values), dict(base)
     progress = True
     while pending and progress:
@@ -181,7 +182,8 @@ def env_import_plan(profile: str, environ: Mapping[str, str], base: Mapping[str,
     for name, value in pending.items():
         reason = _cross_field({**merged, name: value})
         message = reason.get(name) or "; ".join(reason.values())
-        plan.rejected[sources[name]] = f"{sources[name]}={value!r}: {message}"
+        var = sources[name]
+        plan.rejected[var] = f"{var}={environ[var]!r}: {message}"
     return plan
 
 
