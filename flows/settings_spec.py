@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from summarizer import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
-from summarizer.settings_spec import AGENT, ASSISTANT, PROFILES
 
 __all__ = [
     "AGENT", "ASSISTANT", "PROFILES", "SettingSpec", "SETTINGS_FIELDS", "FIELDS_BY_NAME", "ASSISTANT_FORCED",
     "IDENTIFIER_POLICIES", "PRUNING_MODES", "parse_bool", "env_fallback", "model_help",
 ]
 
+AGENT, ASSISTANT = PROFILES = ("agent", "assistant")  # the keys of every SettingSpec's env and default
 KB = 1024
 IDENTIFIER_POLICIES = ("strict", "off", "custom")
 PRUNING_MODES = ("off", "on")

@@ -7,7 +7,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from flows.forms import SummarizerSettingsForm
 from flows.models import SummarizerSettings
 from flows.settings_registry import defaults_for, settings_for, summarizer_config_for
-from flows.settings_spec import SETTINGS_FIELDS
+from flows.settings_spec import PROFILES, SETTINGS_FIELDS
 from summarizer import SUMMARIZER_SETTINGS, SummarizerConfig
 from summarizer.config import ASSISTANT_ENV_PREFIX
 
@@ -34,6 +34,10 @@ def test_the_model_field_carries_the_declared_default_bounds_and_help(spec):
     assert all(name in field.help_text for name in spec.env.values() if name)
     if spec.kind == "choice":
         assert [value for value, _label in field.choices] == list(spec.choices)
+
+
+def test_every_declaration_covers_both_profiles():
+    assert all(tuple(s.env) == tuple(s.default) == PROFILES for s in SETTINGS_FIELDS)
 
 
 def test_the_engine_profiles_equal_the_registry_defaults():
