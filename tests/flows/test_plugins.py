@@ -10,8 +10,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from django.test import Client
 
 from flows.plugins import ENTRY_POINT_GROUP
+from summarizer import register_compaction_provider, unregister_compaction_provider
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,3 +77,17 @@ def test_a_broken_provider_is_logged_and_skipped(plugin_run):
 def test_a_provider_that_is_not_installed_gets_a_warning(plugin_run):
     assert plugin_run["warning_installed"] == {}
     assert "no provider 'gone' is installed" in plugin_run["warning_missing"]["compaction_provider"]
+
+
+@pytest.mark.django_db
+def test_the_settings_page_offers_registered_providers_by_name(user):
+    client = Client()
+    client.force_login(user)
+    register_compaction_provider("inproc-acme", lambda prompt: "summary")
+    try:
+        body = client.get("/settings/").content.decode()
+    finally:
+        unregister_compaction_provider("inproc-acme")
+    select = body[body.index('id="id_compaction_provider"'):]
+    select = select[:select.index("</select>")]
+    assert '<option value="inproc-acme"' in select and "(built-in summary)" in select
