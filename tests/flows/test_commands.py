@@ -81,6 +81,6 @@ def test_import_settings_env_saves_the_good_variables_and_names_each_bad_one(tmp
         call_command("import_settings_env", "--file", str(env), stdout=out, stderr=errors)
     assert "last_sec_bytes=30000" in out.getvalue()
     err = errors.getvalue()
-    assert "SUMMARIZER_KEEP_QA_SECTIONS=12: cannot exceed" in err and "SUMMARIZER_MAX_QA_SECTIONS='many'" in err
+    assert "SUMMARIZER_KEEP_QA_SECTIONS='12': cannot exceed" in err and "SUMMARIZER_MAX_QA_SECTIONS='many'" in err
     row = settings_for(profile="agent")
     assert (row.last_sec_bytes, row.keep_qa_sections, row.max_qa_sections) == (30000, 1, 10)
