@@ -4,9 +4,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
 
-from flows.forms import ProviderConfigForm, SummarizerSettingsForm
+from flows.forms import EnvImportForm, ProviderConfigForm, SummarizerSettingsForm
 from flows.models import (
     Agent,
     ApiToken,
@@ -23,8 +28,8 @@ from flows.models import (
     SummaryEvent,
     ViewSection,
 )
-from flows.services import settings_create, settings_update
-from flows.settings_registry import SETTINGS_FIELDS, SettingsError, settings_env_export
+from flows.services import settings_create, settings_import_env, settings_update
+from flows.settings_registry import SETTINGS_FIELDS, SettingsError, settings_env_export_rows
 
 __all__ = ["ReadOnlyAdmin", "SummarizerSettingsAdmin"]
 
@@ -130,12 +135,32 @@ class SummarizerSettingsAdmin(admin.ModelAdmin):
     list_filter = ["profile"]
     inlines = [SettingsChangeInline]
     actions = ["export_env"]
+    change_list_template = "admin/flows/summarizersettings/change_list.html"
     fieldsets = [
         (None, {"fields": ["profile", "flow"]}),
         ("PentAGI chain summarizer (bytes)", {"fields": [f.name for f in SETTINGS_FIELDS if f.group == "summarizer"]}),
         ("Compaction: fitting the model's window (tokens)",
          {"fields": [f.name for f in SETTINGS_FIELDS if f.group == "compaction"]}),
     ]
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.import_env_view)
+        return [path("import-env/", view, name="flows_summarizersettings_import_env"), *super().get_urls()]
+
+    def import_env_view(self, request: HttpRequest) -> HttpResponse:
+        """Import a PentAGI .env into both profiles' defaults; each refused variable is reported by name."""
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        form = EnvImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            report = settings_import_env(form.cleaned_data["environ"], user=request.user)
+            self.message_user(request, report.summary(), level=messages.SUCCESS if report.changed else messages.INFO)
+            for message in report.rejected.values():
+                self.message_user(request, f"Refused {message}", level=messages.ERROR)
+            return redirect("admin:flows_summarizersettings_changelist")
+        context = {**self.admin_site.each_context(request), "form": form, "opts": self.model._meta,
+                   "title": "Import settings from a .env"}
+        return TemplateResponse(request, "admin/flows/summarizersettings/import_env.html", context)
 
     def save_model(self, request: HttpRequest, obj: SummarizerSettings, form: Any, change: bool) -> None:
         """Edits go through settings_update so the admin writes the same history as every other path."""
@@ -151,9 +176,9 @@ class SummarizerSettingsAdmin(admin.ModelAdmin):
             self.message_user(request, f"not saved: {exc}", level=messages.ERROR)
 
     @admin.action(description="Export as .env")
-    def export_env(self, request: HttpRequest, queryset) -> HttpResponse:
-        text = "\n".join(settings_env_export(row) for row in queryset.order_by("flow_id", "profile"))
-        resp = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    def export_env(self, request: HttpRequest, queryset: QuerySet[SummarizerSettings]) -> HttpResponse:
+        """One file, each variable defined once: other rows of a profile follow as commented-out sections."""
+        resp = HttpResponse(settings_env_export_rows(queryset), content_type="text/plain; charset=utf-8")
         resp["Content-Disposition"] = 'attachment; filename="summarizer.env"'
         return resp
 

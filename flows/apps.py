@@ -1,6 +1,8 @@
 """The app's composition root: Django calls `ready()` once the models are loaded."""
 from django.apps import AppConfig
 
+from flows.plugins import load_compaction_providers
+
 
 class FlowsConfig(AppConfig):
     name = "flows"
@@ -12,3 +14,6 @@ class FlowsConfig(AppConfig):
         # that can append (web, worker, commands) knows those names. Django requires this import inside
         # ready(): the models are not loaded when this module is imported.
         from flows import tasks  # noqa: F401
+
+        # Installed compaction providers are registered in every process that runs the app (web and workers).
+        load_compaction_providers()

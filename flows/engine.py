@@ -13,7 +13,9 @@ from summarizer import (
     FormatError,
     MessageError,
     ModelInfo,
+    SUMMARIZER_SETTINGS,
     RetryableProviderError,
+    SettingSpec,
     SummarizerConfig,
     SummaryCache,
     cap_input,
@@ -35,9 +37,13 @@ from summarizer import (
     message_size,
     message_tokens,
     missing_identifiers,
+    parse_bool,
     parse_chain,
+    register_compaction_provider,
+    registered_compaction_providers,
     summarize_chain,
     validate_messages,
+    window_check,
     window_from_models_payload,
 )
 
@@ -58,4 +64,8 @@ __all__ = [
     "extract_identifiers", "missing_identifiers", "extract_findings",
     # transcript formats
     "FORMATS", "FormatError", "import_chain", "export_chain",
+    # settings: one declaration per engine setting, PentAGI's boolean parser, the window check
+    "SUMMARIZER_SETTINGS", "SettingSpec", "parse_bool", "window_check",
+    # compaction provider plugins
+    "register_compaction_provider", "registered_compaction_providers",
 ]

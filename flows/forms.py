@@ -7,9 +7,13 @@ from typing import Any
 from django import forms
 
 from flows.models import ProviderConfig, SummarizerSettings
-from flows.settings_registry import ASSISTANT, FIELDS_BY_NAME, SETTINGS_FIELDS, SettingsError, settings_validate
+from flows.settings_env import parse_env_text
+from flows.settings_registry import SettingsError, compaction_provider_choices, settings_validate
+from flows.settings_spec import AGENT, ASSISTANT, FIELDS_BY_NAME, SETTINGS_FIELDS, SettingSpec
 
-__all__ = ["SummarizerSettingsForm", "ProviderConfigForm"]
+__all__ = ["SummarizerSettingsForm", "ProviderConfigForm", "EnvImportForm", "MAX_ENV_IMPORT_BYTES"]
+
+MAX_ENV_IMPORT_BYTES = 64 * 1024  # a PentAGI .env is a few KB
 
 
 class SummarizerSettingsForm(forms.ModelForm):
@@ -19,17 +23,24 @@ class SummarizerSettingsForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        profile = self.instance.profile if self.instance.pk else None
         for name, field in self.fields.items():
             spec = FIELDS_BY_NAME.get(name)
-            if spec is not None and spec.unit:
-                field.help_text = f"{field.help_text} [{spec.unit}]"
+            if spec is not None:
+                field.help_text = _help_for(spec, profile)
+        provider = self.fields.get("compaction_provider")
+        if provider is not None:  # installed providers by name; a stored unknown id stays selectable
+            current = self.instance.compaction_provider if self.instance.pk else ""
+            provider.widget = forms.Select(choices=[(c, c or "(built-in summary)")
+                                                    for c in compaction_provider_choices(current)])
         if self.instance.pk:  # which profile/flow a row belongs to is fixed once created
             for name in ("profile", "flow"):
                 self.fields[name].disabled = True
-        if self.instance.pk and self.instance.profile == ASSISTANT:
-            for name in ("use_qa", "summ_human_in_qa"):
-                self.fields[name].disabled = True
-                self.fields[name].help_text += " Fixed for the assistant."
+        if profile is not None:
+            for spec in SETTINGS_FIELDS:
+                if not spec.editable(profile) and spec.name in self.fields:
+                    self.fields[spec.name].disabled = True
+                    self.fields[spec.name].help_text += f" Fixed for the {profile}."
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -40,6 +51,40 @@ class SummarizerSettingsForm(forms.ModelForm):
         except SettingsError as exc:
             for name, message in exc.errors.items():
                 self.add_error(name if name in self.fields else None, message)
+        return cleaned
+
+
+def _help_for(spec: SettingSpec, profile: str | None) -> str:
+    """Help, unit and the variable of the row's profile (both profiles' variables on the add form)."""
+    unit = f" [{spec.unit}]" if spec.unit else ""
+    names = [spec.env[profile]] if profile else [spec.env[AGENT], spec.env[ASSISTANT]]
+    variables = ", ".join(n for n in names if n)
+    return f"{spec.help}{unit}" + (f" ({variables})" if variables else "")
+
+
+class EnvImportForm(forms.Form):
+    """A PentAGI `.env` to import into both profiles' defaults: pasted text or an uploaded file."""
+
+    text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+                           max_length=MAX_ENV_IMPORT_BYTES, label=".env lines",
+                           help_text="NAME=value lines; comments, blank lines and `export ` prefixes are fine.")
+    file = forms.FileField(required=False, label="or a .env file")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        upload, text = cleaned.get("file"), cleaned.get("text") or ""
+        if upload is not None:
+            if upload.size > MAX_ENV_IMPORT_BYTES:
+                raise forms.ValidationError(f"the file is larger than {MAX_ENV_IMPORT_BYTES // 1024} KB")
+            try:
+                text = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                raise forms.ValidationError("the file is not UTF-8 text") from None
+        if "\x00" in text:
+            raise forms.ValidationError("the text contains NUL characters")
+        cleaned["environ"] = parse_env_text(text)
+        if not cleaned["environ"]:
+            raise forms.ValidationError("no NAME=value lines to import")
         return cleaned
 
 

@@ -13,6 +13,8 @@ from django.db.models import Count, OuterRef, Q, Subquery, Sum, TextField
 from django.db.models.functions import Cast
 from django.http import Http404
 
+from flows.engine import effective_reserve, window_check
+
 from .models import Chain, ChainView, Flow, MemoryNote, Message, SummarizerSettings, SummaryEvent
 from .providers import model_window_for
 from .selectors import chains_visible_to, flows_visible_to
@@ -28,7 +30,6 @@ PAGE_SIZE_MESSAGES = 200
 SUMMARY_TOOL_NAME = "execute_task_and_return_summary"
 SUMMARY_PREFIX = "**summarized content:**\n"
 COMPACTION_SUMMARY_MARK = "<summary>"
-RESERVE_CAP_PERCENT = 20
 EVENTS_SHOWN = 100
 
 
@@ -42,13 +43,19 @@ class WindowInfo:
     source: str  # "admin", "catalog" or "" when unknown
 
     def reserve(self, configured: int | None = None) -> int:
-        """Tokens kept free for the answer: configured, else the model's max output capped at 20% of W."""
-        if configured is not None:
-            return configured
+        """Tokens kept free for the answer, as the engine computes them (`effective_reserve`): a configured
+        reserve (halved when it would fill the window), else the model's max output capped at 20% of W."""
         if not self.window:
-            return 0
-        cap = self.window * RESERVE_CAP_PERCENT // 100
-        return min(self.max_output or cap, cap)
+            return configured or 0
+        return effective_reserve(self.window, configured, self.model or None, max_output_tokens=self.max_output)
+
+    @property
+    def check(self) -> dict[str, str] | None:
+        """The agent-work window check ("refuse" under 16k, "warn" under 32k, "ok"); None when unknown."""
+        if not self.window:
+            return None
+        level, message = window_check(self.window)
+        return {"level": level, "message": message}
 
 
 def window_for_model(model_name: str) -> WindowInfo:

@@ -1,5 +1,6 @@
-"""What each summarizer setting is: env names per profile, defaults per profile, units, help, validation.
+"""Defaults per profile, validation, environment import/export and the engine config of settings rows.
 
+Each setting is declared once in `flows.settings_spec` (the engine's eight in `summarizer.settings_spec`).
 PentAGI reads these from environment variables once at start-up; here they live in `SummarizerSettings` rows
 (one per profile, plus optional per-flow overrides). On first use the default row of a profile is created
 from the environment (empty = unset, as PentAGI's env library treats it), so an existing PentAGI `.env`
@@ -9,32 +10,38 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import IntegrityError, transaction
 
-from flows.engine import SummarizerConfig
-from flows.models import Flow, IdentifierPolicy, Profile, PruningMode, SummarizerSettings
+from flows.models import Flow, IdentifierPolicy, SummarizerSettings
+from flows.settings_env import parse_env_text, settings_env_export, settings_env_export_rows
+from flows.settings_spec import (
+    AGENT,
+    ASSISTANT,
+    ASSISTANT_FORCED,
+    FIELDS_BY_NAME,
+    PROFILES,
+    SETTINGS_FIELDS,
+    SettingSpec,
+    env_fallback,
+    parse_bool,
+)
+from flows.engine import SUMMARIZER_SETTINGS, SummarizerConfig, registered_compaction_providers
 
 __all__ = [
     "SettingField", "SETTINGS_FIELDS", "FIELDS_BY_NAME", "SettingsError", "ASSISTANT_FORCED", "defaults_for",
     "settings_for", "summarizer_config_for", "settings_validate", "settings_warnings", "settings_values",
-    "settings_from_env", "settings_env_export", "parse_env_bool", "parse_env_text",
+    "settings_from_env", "settings_env_export", "settings_env_export_rows", "parse_env_bool", "parse_env_text",
+    "EnvImportPlan", "env_import_plan", "compaction_provider_choices", "AGENT", "ASSISTANT", "PROFILES",
 ]
 
 log = logging.getLogger(__name__)
 
-KB = 1024
-AGENT, ASSISTANT = Profile.AGENT.value, Profile.ASSISTANT.value
-PROFILES = (AGENT, ASSISTANT)
-# The assistant always collapses QA sections and never summarizes the user's own messages (not editable).
-ASSISTANT_FORCED = {"use_qa": True, "summ_human_in_qa": False}
-TRUE_WORDS = {"1", "t", "true", "y", "yes", "on"}
-FALSE_WORDS = {"0", "f", "false", "n", "no", "off"}
+SettingField = SettingSpec  # the name older code imports
+parse_env_bool = parse_bool  # one boolean parser: Go's strconv.ParseBool set, as PentAGI
 
 
 class SettingsError(ValueError):
@@ -45,76 +52,6 @@ class SettingsError(ValueError):
         self.errors = errors
 
 
-@dataclass(frozen=True)
-class SettingField:
-    name: str
-    kind: str  # bool | int | optional_int | str | choice
-    env: dict[str, str | None]  # profile -> env var name (None: no variable for that profile)
-    default: dict[str, Any]  # profile -> default value
-    unit: str = ""
-    group: str = "summarizer"  # summarizer (PentAGI, bytes) | compaction (window fit, tokens)
-    choices: tuple[str, ...] = ()
-
-    @property
-    def help(self) -> str:
-        return str(SummarizerSettings._meta.get_field(self.name).help_text)
-
-    @property
-    def bounds(self) -> tuple[int | None, int | None]:
-        lo = hi = None
-        for validator in SummarizerSettings._meta.get_field(self.name).validators:
-            if isinstance(validator, MinValueValidator):
-                lo = validator.limit_value
-            elif isinstance(validator, MaxValueValidator):
-                hi = validator.limit_value
-        return lo, hi
-
-    def editable(self, profile: str) -> bool:
-        return not (profile == ASSISTANT and self.name in ASSISTANT_FORCED)
-
-
-def _pentagi(name: str, kind: str, suffix: str, agent: Any, assistant: Any, unit: str = "",
-             assistant_env: bool = True) -> SettingField:
-    return SettingField(name, kind, {AGENT: f"SUMMARIZER_{suffix}",
-                                     ASSISTANT: f"ASSISTANT_SUMMARIZER_{suffix}" if assistant_env else None},
-                        {AGENT: agent, ASSISTANT: assistant}, unit)
-
-
-def _compaction(name: str, kind: str, default: Any, unit: str = "", choices: tuple[str, ...] = ()) -> SettingField:
-    env = "COMPACTION_" + name.removeprefix("compaction_").upper()  # COMPACTION_ENABLED, not ..._COMPACTION_...
-    return SettingField(name, kind, {AGENT: env, ASSISTANT: env}, {AGENT: default, ASSISTANT: default}, unit,
-                        "compaction", choices)
-
-
-SETTINGS_FIELDS: tuple[SettingField, ...] = (
-    _pentagi("preserve_last", "bool", "PRESERVE_LAST", True, True),
-    _pentagi("use_qa", "bool", "USE_QA", True, True, assistant_env=False),
-    _pentagi("summ_human_in_qa", "bool", "SUM_MSG_HUMAN_IN_QA", False, False, assistant_env=False),
-    _pentagi("last_sec_bytes", "int", "LAST_SEC_BYTES", 50 * KB, 75 * KB, "bytes"),
-    _pentagi("max_bp_bytes", "int", "MAX_BP_BYTES", 16 * KB, 16 * KB, "bytes"),
-    _pentagi("max_qa_sections", "int", "MAX_QA_SECTIONS", 10, 7, "sections"),
-    _pentagi("max_qa_bytes", "int", "MAX_QA_BYTES", 64 * KB, 75 * KB, "bytes"),
-    _pentagi("keep_qa_sections", "int", "KEEP_QA_SECTIONS", 1, 3, "sections"),
-    _compaction("compaction_enabled", "bool", True),
-    _compaction("reserve_tokens", "optional_int", None, "tokens"),
-    _compaction("keep_recent_tokens", "int", 20_000, "tokens"),
-    _compaction("identifier_policy", "choice", IdentifierPolicy.STRICT.value, choices=tuple(IdentifierPolicy.values)),
-    _compaction("identifier_instructions", "str", ""),
-    _compaction("compaction_model", "str", ""),
-    _compaction("fallback_models", "str", ""),
-    _compaction("compaction_provider", "str", ""),
-    _compaction("max_active_transcript_bytes", "int", 0, "bytes"),
-    _compaction("truncate_after_compaction", "bool", False),
-    _compaction("memory_flush", "bool", True),
-    _compaction("notify_user", "bool", True),
-    _compaction("pruning_mode", "choice", PruningMode.OFF.value, choices=tuple(PruningMode.values)),
-    _compaction("prune_keep_last_assistants", "int", 3, "assistant messages"),
-    _compaction("prune_tools_allow", "str", ""),
-    _compaction("prune_tools_deny", "str", ""),
-)
-FIELDS_BY_NAME = {f.name: f for f in SETTINGS_FIELDS}
-
-
 def defaults_for(profile: str) -> dict[str, Any]:
     return {f.name: f.default[profile] for f in SETTINGS_FIELDS}
 
@@ -123,51 +60,7 @@ def settings_values(row: SummarizerSettings) -> dict[str, Any]:
     return {f.name: getattr(row, f.name) for f in SETTINGS_FIELDS}
 
 
-# ----------------------------------------------------------------------------------------------- coercion
-
-def parse_env_bool(raw: Any) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    word = str(raw).strip().lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS:
-        return False
-    raise ValueError("expected true or false")
-
-
-def _coerce(spec: SettingField, raw: Any) -> Any:
-    if spec.kind == "bool":
-        return parse_env_bool(raw)
-    if spec.kind in ("int", "optional_int"):
-        if spec.kind == "optional_int" and (raw is None or (isinstance(raw, str) and not raw.strip())):
-            return None
-        if isinstance(raw, bool) or isinstance(raw, float) and not raw.is_integer():
-            raise ValueError("expected a whole number")
-        try:
-            value = int(str(raw).strip()) if isinstance(raw, str) else int(raw)
-        except (TypeError, ValueError):
-            raise ValueError("expected a whole number") from None
-        lo, hi = spec.bounds
-        if value < (lo if lo is not None else 0):
-            raise ValueError(f"must be at least {lo if lo is not None else 0}")
-        if hi is not None and value > hi:
-            raise ValueError(f"must be at most {hi}")
-        return value
-    if raw is None:
-        raw = ""
-    if not isinstance(raw, str):
-        raise ValueError("expected text")
-    value = raw.strip()
-    if "\x00" in value:  # PostgreSQL text columns cannot store it: refuse it on every database alike
-        raise ValueError("must not contain NUL characters")
-    if spec.kind == "choice" and value not in spec.choices:
-        raise ValueError(f"must be one of {', '.join(spec.choices)}")
-    max_length = SummarizerSettings._meta.get_field(spec.name).max_length
-    if max_length and len(value) > max_length:
-        raise ValueError(f"at most {max_length} characters")
-    return value
-
+# ----------------------------------------------------------------------------------------------- validation
 
 def _cross_field(values: dict[str, Any]) -> dict[str, str]:
     errors = {}
@@ -197,7 +90,7 @@ def settings_validate(data: Mapping[str, Any], *, base: SummarizerSettings | Map
             errors[name] = "unknown setting"
             continue
         try:
-            value = _coerce(spec, raw)
+            value = spec.clean(raw)
         except ValueError as exc:
             errors[name] = str(exc)
             continue
@@ -219,37 +112,86 @@ def settings_warnings(values: Mapping[str, Any]) -> dict[str, str]:
     # The page re-renders refused input as typed (text): only legal (whole number) values get warnings.
     if isinstance(last, int) and isinstance(qa, int) and last > qa:
         warnings["last_sec_bytes"] = "larger than max_qa_bytes: the QA collapse will summarize the recent section"
+    provider = values.get("compaction_provider")
+    if isinstance(provider, str) and provider and provider not in registered_compaction_providers():
+        warnings["compaction_provider"] = f"no provider {provider!r} is installed: the built-in summary is used"
     return warnings
 
 
 # ----------------------------------------------------------------------------------------------- environment
 
-def settings_from_env(profile: str, environ: Mapping[str, str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
-    """(values set in the environment, {field: error}) for one profile; empty variables count as unset."""
+def _env_raw(spec: SettingSpec, profile: str, environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """(variable, raw value) that sets `spec` for `profile`, or None when unset (empty counts as unset)."""
+    for name in (spec.env[profile], env_fallback(spec, profile)):
+        if name and environ.get(name, "").strip():
+            return name, environ[name]
+    return None
+
+
+def settings_from_env(profile: str, environ: Mapping[str, str] | None = None
+                      ) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """(values, {field: variable}, {variable: error}) of one profile's variables, each checked on its own."""
     environ = os.environ if environ is None else environ
-    values, errors = {}, {}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    errors: dict[str, str] = {}
     for spec in SETTINGS_FIELDS:
-        name = spec.env[profile]
-        raw = environ.get(name, "") if name else ""
-        if name is None or not raw.strip():
+        found = _env_raw(spec, profile, environ)
+        if found is None:
             continue
+        name, raw = found
         try:
-            values[spec.name] = _coerce(spec, raw)
+            values[spec.name] = spec.clean(raw)
+            sources[spec.name] = name
         except ValueError as exc:
-            errors[spec.name] = f"{name}={raw!r}: {exc}"
-    return values, errors
+            errors[name] = f"{name}={raw!r}: {exc}"
+    return values, sources, errors
+
+
+@dataclass
+class EnvImportPlan:
+    """What an environment import does to one profile: accepted values and each refused variable's reason."""
+
+    profile: str
+    accepted: dict[str, Any] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)  # variable -> "NAME='raw': reason"
+
+
+def env_import_plan(profile: str, environ: Mapping[str, str], base: Mapping[str, Any]) -> EnvImportPlan:
+    """Validate each variable on its own, then the cross-field rules one variable at a time over `base`.
+
+    A variable breaking a rule is refused alone and the others are kept; refused ones are retried until nothing
+    changes, so a pair that is only valid together (a byte guard and its successor segments) is accepted whatever
+    the declaration order.
+    """
+    values, sources, errors = settings_from_env(profile, environ)
+    plan = EnvImportPlan(profile, rejected=dict(errors))
+    for name in [n for n in values if not FIELDS_BY_NAME[n].editable(profile)]:
+        forced = ASSISTANT_FORCED[name]
+        if values.pop(name) != forced:
+            var = sources[name]
+            plan.rejected[var] = f"{var}={environ[var]!r}: fixed to {forced} for the assistant"
+    pending, merged = dict(values), dict(base)
+    progress = True
+    while pending and progress:
+        progress = False
+        for name, value in list(pending.items()):
+            if not _cross_field({**merged, name: value}):
+                merged[name] = plan.accepted[name] = pending.pop(name)
+                progress = True
+    for name, value in pending.items():
+        reason = _cross_field({**merged, name: value})
+        message = reason.get(name) or "; ".join(reason.values())
+        var = sources[name]
+        plan.rejected[var] = f"{var}={environ[var]!r}: {message}"
+    return plan
 
 
 def _env_defaults(profile: str) -> dict[str, Any]:
-    values, errors = settings_from_env(profile)
-    for field_name, message in errors.items():
+    plan = env_import_plan(profile, os.environ, defaults_for(profile))
+    for message in plan.rejected.values():
         log.warning("ignoring %s (default kept)", message)
-    merged = {**defaults_for(profile), **values}
-    bad = _cross_field(merged)
-    if bad:
-        log.warning("environment settings for %s break %s; using the defaults", profile, bad)
-        return defaults_for(profile)
-    return merged
+    return {**defaults_for(profile), **plan.accepted}
 
 
 def settings_for(*, profile: str, flow: Flow | int | None = None) -> SummarizerSettings:
@@ -270,53 +212,13 @@ def settings_for(*, profile: str, flow: Flow | int | None = None) -> SummarizerS
         return SummarizerSettings.objects.get(profile=profile, flow__isnull=True)
 
 
-def summarizer_config_for(row: SummarizerSettings):
-    """The pure engine's frozen config for a settings row (assistant's fixed values applied)."""
-    values = {name: getattr(row, name) for name in (
-        "preserve_last", "use_qa", "summ_human_in_qa", "last_sec_bytes", "max_bp_bytes", "max_qa_sections",
-        "max_qa_bytes", "keep_qa_sections")}
-    if row.profile == ASSISTANT:
-        values.update(ASSISTANT_FORCED)
+def summarizer_config_for(row: SummarizerSettings) -> SummarizerConfig:
+    """The pure engine's frozen config for a settings row (the profile's fixed values applied)."""
+    values = {spec.name: spec.forced.get(row.profile, getattr(row, spec.name)) for spec in SUMMARIZER_SETTINGS}
     return SummarizerConfig(**values)
 
 
-def _env_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return ""
-    text = str(value)
-    if any(ch in text for ch in " #\"'\\\n\t"):
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    return text
-
-
-def settings_env_export(row: SummarizerSettings) -> str:
-    """The row as `.env` lines (PentAGI's variable names), with each setting's help as a comment."""
-    scope = f"flow #{row.flow_id}" if row.flow_id else "defaults"
-    lines = [f"# pentagi-web summarizer settings: profile {row.profile} ({scope})"]
-    for spec in SETTINGS_FIELDS:
-        name = spec.env[row.profile]
-        if name is None:
-            continue
-        unit = f" [{spec.unit}]" if spec.unit else ""
-        lines.append(f"# {spec.help}{unit}".replace("\n", " "))
-        lines.append(f"{name}={_env_value(getattr(row, spec.name))}")
-    return "\n".join(lines) + "\n"
-
-
-def parse_env_text(text: str) -> dict[str, str]:
-    """`NAME=value` lines of a .env file (comments, blanks and `export ` prefixes allowed; quotes undone)."""
-    out = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        name, value = line.removeprefix("export ").split("=", 1)
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] == '"':
-            value = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), value[1:-1])
-        elif len(value) >= 2 and value[0] == value[-1] == "'":
-            value = value[1:-1]
-        out[name.strip()] = value
-    return out
+def compaction_provider_choices(current: str = "") -> tuple[str, ...]:
+    """"" (the built-in summary) and every installed compaction provider; an unknown current value is kept."""
+    installed = registered_compaction_providers()
+    return ("", *installed, *([current] if current and current not in installed else []))

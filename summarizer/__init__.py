@@ -36,7 +36,10 @@ from .handler import SummaryCache, cap_input, with_cap_and_cache
 from .identifiers import extract_findings, extract_identifiers, missing_identifiers
 from .messages import MessageError, chain_bytes, content_text, message_size, validate_messages
 from .overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
-from .providers import get_compaction_provider, register_compaction_provider, unregister_compaction_provider
+from .providers import (get_compaction_provider, register_compaction_provider, registered_compaction_providers,
+                        unregister_compaction_provider)
+from .settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
+from .catalog import window_check
 from .prune import PruneSettings, prune_view
 from .restore import prepare_provider_switch, restore_chain
 from .summarize import SummarizeResult, asummarize_chain, summarize_chain
@@ -66,4 +69,7 @@ __all__ = [
     "FitPlan", "plan_fit", "effective_reserve", "is_context_overflow_error", "observed_token_count",
     "call_with_overflow_recovery", "register_compaction_provider", "get_compaction_provider",
     "unregister_compaction_provider", "prune_view", "PruneSettings", "assert_valid_view", "InvalidView",
+    "registered_compaction_providers", "window_check",
+    # settings: one declaration per setting, one boolean parser (Go's strconv.ParseBool set)
+    "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
 ]

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from .settings_spec import parse_bool, parse_int
+
 __all__ = ["main", "CliError", "BackendError", "load_messages", "config_with_overrides", "openai_summarizer"]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -31,8 +33,6 @@ DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 HTTP_TIMEOUT_SECONDS = 120.0
 ERROR_BODY_CHARS = 300
 PREVIEW_CHARS = 160
-_TRUE = {"1", "true", "yes", "on", "t", "y"}
-_FALSE = {"0", "false", "no", "off", "f", "n"}
 
 
 class CliError(Exception):
@@ -83,15 +83,11 @@ def load_messages(path: str) -> list[dict[str, Any]]:
 
 
 def _parse_value(name: str, raw: str, current: Any) -> bool | int:
-    text = raw.strip().lower()
-    if isinstance(current, bool):
-        if text in _TRUE | _FALSE:
-            return text in _TRUE
-        raise CliError(f"--set {name}: expected true or false, got {raw!r}")
+    """The same parsers as `SummarizerConfig.from_env` (Go's ParseBool set for switches)."""
     try:
-        return int(text)
-    except ValueError:
-        raise CliError(f"--set {name}: expected an integer, got {raw!r}") from None
+        return parse_bool(raw.strip()) if isinstance(current, bool) else parse_int(raw)
+    except ValueError as exc:
+        raise CliError(f"--set {name}: {exc}, got {raw!r}") from None
 
 
 def config_with_overrides(profile: str, overrides: Sequence[str]) -> Any:
@@ -258,7 +254,7 @@ def _cmd_tokens(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         json.dump(report, out, indent=2)
         out.write("\n")
         return EXIT_OK
-    for index, (message, tokens) in enumerate(zip(messages, per_message, strict=False)):
+    for index, (message, tokens) in enumerate(zip(messages, per_message, strict=True)):
         out.write(f"[{index}] {message.get('role')}: {tokens} tokens, {_size(message)} bytes\n")
     label = "estimated " if report["estimate"] else ""
     out.write(f"total: {report['tokens']} {label}tokens ({report['encoding']}, model {args.model or 'unset'})\n")

@@ -8,38 +8,33 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .settings_spec import AGENT, ASSISTANT, SUMMARIZER_SETTINGS, parse_bool
 
 __all__ = [
     "SummarizerConfig", "LAST_SEC_BYTES", "MAX_BP_BYTES", "MAX_QA_SECTIONS", "MAX_QA_BYTES", "KEEP_QA_SECTIONS",
     "LAST_SECTION_RESERVE_PERCENT", "AGENT_ENV_PREFIX", "ASSISTANT_ENV_PREFIX", "env_names", "parse_env_bool",
 ]
 
-LAST_SEC_BYTES = 50 * 1024
-MAX_BP_BYTES = 16 * 1024
-MAX_QA_SECTIONS = 10
-MAX_QA_BYTES = 64 * 1024
-KEEP_QA_SECTIONS = 1
+_SPECS = {spec.name: spec for spec in SUMMARIZER_SETTINGS}
+# The agent profile's defaults, named (they are also PentAGI's constructor defaults for sizes <= 0).
+LAST_SEC_BYTES: int = _SPECS["last_sec_bytes"].default[AGENT]
+MAX_BP_BYTES: int = _SPECS["max_bp_bytes"].default[AGENT]
+MAX_QA_SECTIONS: int = _SPECS["max_qa_sections"].default[AGENT]
+MAX_QA_BYTES: int = _SPECS["max_qa_bytes"].default[AGENT]
+KEEP_QA_SECTIONS: int = _SPECS["keep_qa_sections"].default[AGENT]
 LAST_SECTION_RESERVE_PERCENT = 25
 
 AGENT_ENV_PREFIX = "SUMMARIZER_"
 ASSISTANT_ENV_PREFIX = "ASSISTANT_SUMMARIZER_"
-# Field -> env suffix. PentAGI spells the human-in-QA switch "SUM_MSG_HUMAN_IN_QA".
-_ENV_SUFFIX = {
-    "preserve_last": "PRESERVE_LAST", "use_qa": "USE_QA", "summ_human_in_qa": "SUM_MSG_HUMAN_IN_QA",
-    "last_sec_bytes": "LAST_SEC_BYTES", "max_bp_bytes": "MAX_BP_BYTES", "max_qa_sections": "MAX_QA_SECTIONS",
-    "max_qa_bytes": "MAX_QA_BYTES", "keep_qa_sections": "KEEP_QA_SECTIONS",
-}
-_ASSISTANT_FORCED = {"use_qa": True, "summ_human_in_qa": False}
-_BOOL_FIELDS = ("preserve_last", "use_qa", "summ_human_in_qa")
-_INT_FIELDS = ("last_sec_bytes", "max_bp_bytes", "max_qa_sections", "max_qa_bytes", "keep_qa_sections",
-               "last_section_reserve_percent")
-_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
-_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
-_INT_RE = re.compile(r"[+-]?\d+")
+# Field -> env suffix, from the declarations (PentAGI spells the human-in-QA switch "SUM_MSG_HUMAN_IN_QA").
+_ENV_SUFFIX = {spec.name: str(spec.env[AGENT]).removeprefix(AGENT_ENV_PREFIX) for spec in SUMMARIZER_SETTINGS}
+_ASSISTANT_FORCED = {spec.name: spec.forced[ASSISTANT] for spec in SUMMARIZER_SETTINGS if ASSISTANT in spec.forced}
+_BOOL_FIELDS = tuple(spec.name for spec in SUMMARIZER_SETTINGS if spec.kind == "bool")
+_INT_FIELDS = (*(spec.name for spec in SUMMARIZER_SETTINGS if spec.kind == "int"), "last_section_reserve_percent")
 
 
 @dataclass(frozen=True)
@@ -92,8 +87,7 @@ class SummarizerConfig:
     @classmethod
     def assistant(cls) -> SummarizerConfig:
         """The interactive assistant's own chain: more recent history kept (ASSISTANT_SUMMARIZER_* defaults)."""
-        return cls(preserve_last=True, use_qa=True, summ_human_in_qa=False, last_sec_bytes=75 * 1024,
-                   max_bp_bytes=16 * 1024, max_qa_sections=7, max_qa_bytes=75 * 1024, keep_qa_sections=3)
+        return cls(**{spec.name: spec.default[ASSISTANT] for spec in SUMMARIZER_SETTINGS})
 
     @classmethod
     def restore(cls) -> SummarizerConfig:
@@ -114,7 +108,10 @@ class SummarizerConfig:
             raw = env.get(var, "")
             if raw == "":
                 continue
-            changes[name] = parse_env_bool(var, raw) if name in _BOOL_FIELDS else _parse_env_int(var, raw)
+            try:
+                changes[name] = _SPECS[name].convert(raw)
+            except ValueError as exc:
+                raise ValueError(f"{var}={raw!r}: {exc}") from None
         if assistant:
             changes.update(_ASSISTANT_FORCED)
         return dataclasses.replace(base, **changes)
@@ -136,15 +133,8 @@ def env_names(prefix: str = AGENT_ENV_PREFIX) -> dict[str, str]:
 
 
 def parse_env_bool(var: str, raw: str) -> bool:
-    """Go's strconv.ParseBool, which PentAGI's env loader uses."""
-    if raw in _TRUE:
-        return True
-    if raw in _FALSE:
-        return False
-    raise ValueError(f"{var}: {raw!r} is not a boolean (use true/false, 1/0, t/f)")
-
-
-def _parse_env_int(var: str, raw: str) -> int:
-    if not _INT_RE.fullmatch(raw):
-        raise ValueError(f"{var}: {raw!r} is not an integer")
-    return int(raw)
+    """Go's strconv.ParseBool, which PentAGI's env loader uses (the one parser of `settings_spec`)."""
+    try:
+        return parse_bool(raw)
+    except ValueError as exc:
+        raise ValueError(f"{var}={raw!r}: {exc}") from None

@@ -50,14 +50,20 @@ class FitPlan:
         return self.decision in ("compact_then_truncate", "compact_only")
 
 
-def effective_reserve(window_tokens: int, reserve_tokens: int | None = None, model: str | None = None) -> int:
+def effective_reserve(window_tokens: int, reserve_tokens: int | None = None, model: str | None = None, *,
+                      max_output_tokens: int | None = None) -> int:
     """Tokens kept free for the answer: the given reserve (half the window when it would leave no room for a
-    prompt at all, facts 6-7), else the model's max output from the catalog, at most 20% of the window."""
+    prompt at all, facts 6-7), else the model's max output, at most 20% of the window.
+
+    The one reserve computation: the engine, the pipeline and the chain page's window bar all call it.
+    `max_output_tokens` is the max output as the caller knows it (an admin row, the endpoint); without it the
+    catalog's value for `model` is used.
+    """
     if reserve_tokens is not None:
         reserve = max(int(reserve_tokens), 0)
         return int(window_tokens * GIVEN_RESERVE_MAX_WINDOW_SHARE) if reserve >= window_tokens else reserve
     cap = int(window_tokens * RESERVE_MAX_WINDOW_SHARE)
-    max_output = _catalog_max_output(model)
+    max_output = max_output_tokens or _catalog_max_output(model)
     return min(max_output, cap) if max_output else cap
 
 

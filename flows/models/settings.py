@@ -1,21 +1,41 @@
 """Settings that PentAGI reads from environment variables, as admin-editable rows.
 
 One row per profile (agent, assistant) with `flow` empty holds the defaults; a row with `flow` set overrides
-them for that flow. Field defaults are the agent profile's; `flows.settings_registry` knows the assistant's
-defaults, env names, units and help texts, and the validation rules.
+them for that flow. Each setting field derives from its declaration in `flows.settings_spec` (default = the
+agent profile's); `flows.settings_registry` applies the assistant's defaults and the validation rules.
 """
 from __future__ import annotations
 
 from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from ..settings_spec import AGENT, FIELDS_BY_NAME, IDENTIFIER_POLICIES, PRUNING_MODES, model_help
 from .chains import Flow, Profile
 
-KB = 1024
-# Smallest byte limit accepted: PentAGI has none, and tiny limits are how one watches the algorithm work
-# (its own tests use 200-byte sections); below this a single header no longer fits and nothing is gained.
-MIN_BYTES = 64
+# Longer text settings are stored as TEXT, shorter ones as VARCHAR.
+TEXT_FIELD_FROM_CHARS = 2000
+
+
+def setting_field(name: str) -> models.Field:
+    """The model field of a declared setting: default (the agent profile's), bounds, choices and help."""
+    spec = FIELDS_BY_NAME[name]
+    default, help_text = spec.default[AGENT], model_help(spec)
+    if spec.kind == "bool":
+        return models.BooleanField(default=default, help_text=help_text)
+    if spec.kind in ("int", "optional_int"):
+        validators = [*([MinValueValidator(spec.minimum)] if spec.minimum is not None else []),
+                      *([MaxValueValidator(spec.maximum)] if spec.maximum is not None else [])]
+        if spec.kind == "optional_int":
+            return models.PositiveIntegerField(null=True, blank=True, validators=validators, help_text=help_text)
+        return models.PositiveIntegerField(default=default, validators=validators, help_text=help_text)
+    if spec.kind == "choice":
+        return models.CharField(max_length=spec.max_length or 16, default=default, help_text=help_text,
+                                choices=[(c, c.capitalize()) for c in spec.choices])
+    if spec.max_length is not None and spec.max_length >= TEXT_FIELD_FROM_CHARS:
+        return models.TextField(blank=True, default=default, max_length=spec.max_length, help_text=help_text)
+    return models.CharField(max_length=spec.max_length or 200, blank=True, default=default, help_text=help_text)
 
 
 class IdentifierPolicy(models.TextChoices):
@@ -29,94 +49,44 @@ class PruningMode(models.TextChoices):
     ON = "on"
 
 
+# The declarations name the same choices (they cannot import Django); a mismatch is a bug found at import time.
+if tuple(IdentifierPolicy.values) != IDENTIFIER_POLICIES or tuple(PruningMode.values) != PRUNING_MODES:
+    raise ImproperlyConfigured("flows.settings_spec choices differ from IdentifierPolicy / PruningMode")
+
+
 class SummarizerSettings(models.Model):
     profile = models.CharField(max_length=16, choices=Profile.choices, default=Profile.AGENT)
     flow = models.ForeignKey(Flow, null=True, blank=True, on_delete=models.CASCADE, related_name="settings_overrides",
                              help_text="Empty: the profile's defaults. Set: an override for that flow only.")
 
+    # Every setting's default (the agent profile's), bounds and help come from its one declaration.
     # --- PentAGI chain summarizer (bytes, never tokens) ---
-    preserve_last = models.BooleanField(
-        default=True, help_text="Manage the size of the most recent sections (SUMMARIZER_PRESERVE_LAST). "
-        "Off: recent sections have no size limit and the per-tool-result limit does not apply.")
-    use_qa = models.BooleanField(
-        default=True, help_text="Collapse old question/answer sections into one summary section "
-        "(SUMMARIZER_USE_QA; agents only, the assistant always uses it).")
-    summ_human_in_qa = models.BooleanField(
-        default=False, help_text="Also summarize the user's own messages in the QA collapse "
-        "(SUMMARIZER_SUM_MSG_HUMAN_IN_QA; agents only, never for the assistant).")
-    last_sec_bytes = models.PositiveIntegerField(
-        default=50 * KB, validators=[MinValueValidator(MIN_BYTES), MaxValueValidator(64 * KB * KB)],
-        help_text="Size limit of the recent section, in bytes (SUMMARIZER_LAST_SEC_BYTES).")
-    max_bp_bytes = models.PositiveIntegerField(
-        default=16 * KB, validators=[MinValueValidator(MIN_BYTES), MaxValueValidator(64 * KB * KB)],
-        help_text="Largest single body pair (tool call + result) kept whole in recent sections, in bytes "
-        "(SUMMARIZER_MAX_BP_BYTES).")
-    max_qa_sections = models.PositiveIntegerField(
-        default=10, validators=[MinValueValidator(1), MaxValueValidator(1000)],
-        help_text="Question/answer sections kept before older ones are collapsed (SUMMARIZER_MAX_QA_SECTIONS).")
-    max_qa_bytes = models.PositiveIntegerField(
-        default=64 * KB, validators=[MinValueValidator(MIN_BYTES), MaxValueValidator(64 * KB * KB)],
-        help_text="Total size of the kept sections, in bytes, system prompt included (SUMMARIZER_MAX_QA_BYTES).")
-    keep_qa_sections = models.PositiveIntegerField(
-        default=1, validators=[MinValueValidator(1), MaxValueValidator(100)],
-        help_text="Most recent sections never merged into a summary (SUMMARIZER_KEEP_QA_SECTIONS).")
+    preserve_last = setting_field("preserve_last")
+    use_qa = setting_field("use_qa")
+    summ_human_in_qa = setting_field("summ_human_in_qa")
+    last_sec_bytes = setting_field("last_sec_bytes")
+    max_bp_bytes = setting_field("max_bp_bytes")
+    max_qa_sections = setting_field("max_qa_sections")
+    max_qa_bytes = setting_field("max_qa_bytes")
+    keep_qa_sections = setting_field("keep_qa_sections")
 
     # --- Compaction: fitting the model's window (tokens) ---
-    compaction_enabled = models.BooleanField(
-        default=True, help_text="Fit the view to the model's window before each call and recover from "
-        "context-overflow errors (COMPACTION_ENABLED).")
-    reserve_tokens = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MaxValueValidator(1_000_000)],
-        help_text="Tokens reserved for the model's answer. Empty: the model's max output, at most 20% of the "
-        "window (COMPACTION_RESERVE_TOKENS).")
-    keep_recent_tokens = models.PositiveIntegerField(
-        default=20_000, validators=[MinValueValidator(0), MaxValueValidator(1_000_000)],
-        help_text="Recent tokens kept verbatim by a window cut, never more than half the window "
-        "(COMPACTION_KEEP_RECENT_TOKENS). 0 with manual compaction: a hard checkpoint.")
-    identifier_policy = models.CharField(
-        max_length=16, choices=IdentifierPolicy.choices, default=IdentifierPolicy.STRICT,
-        help_text="strict: summaries must keep IDs, hashes, hosts, URLs, paths (audited, one retry); off: no "
-        "guidance; custom: your instructions below (COMPACTION_IDENTIFIER_POLICY).")
-    identifier_instructions = models.TextField(
-        blank=True, default="", max_length=2000,
-        help_text="Custom identifier guidance, used with policy 'custom' (COMPACTION_IDENTIFIER_INSTRUCTIONS).")
-    compaction_model = models.CharField(
-        max_length=200, blank=True, default="",
-        help_text="provider/model that writes compaction summaries, e.g. openai/gpt-4o-mini. Empty: the "
-        "agent's model with the fallback models below. An explicit model never falls back (COMPACTION_MODEL).")
-    fallback_models = models.CharField(
-        max_length=1000, blank=True, default="",
-        help_text="Comma-separated models tried in order on retryable provider errors when no compaction "
-        "model is set (COMPACTION_FALLBACK_MODELS).")
-    compaction_provider = models.CharField(
-        max_length=100, blank=True, default="",
-        help_text="Id of a registered compaction provider plugin; on error or empty output the built-in "
-        "summary is used (COMPACTION_PROVIDER).")
-    max_active_transcript_bytes = models.PositiveIntegerField(
-        default=0, validators=[MaxValueValidator(1024 * KB * KB)],
-        help_text="Byte guard: compact before a turn once the active segment reaches this size; 0 = off. "
-        "Needs successor segments (COMPACTION_MAX_ACTIVE_TRANSCRIPT_BYTES).")
-    truncate_after_compaction = models.BooleanField(
-        default=False, help_text="After a compaction, start a new active segment from the summary and kept "
-        "tail; the old one is archived unchanged (COMPACTION_TRUNCATE_AFTER_COMPACTION).")
-    memory_flush = models.BooleanField(
-        default=True, help_text="Save identifiers, credentials, hosts and decisions that leave the view as "
-        "flow notes before compacting (COMPACTION_MEMORY_FLUSH).")
-    notify_user = models.BooleanField(
-        default=True, help_text="Show 'compaction started / complete' notices in the live view "
-        "(COMPACTION_NOTIFY_USER).")
-    pruning_mode = models.CharField(
-        max_length=8, choices=PruningMode.choices, default=PruningMode.OFF,
-        help_text="Trim old tool results in the request sent to the model (never stored) (COMPACTION_PRUNING_MODE).")
-    prune_keep_last_assistants = models.PositiveIntegerField(
-        default=3, validators=[MaxValueValidator(100)],
-        help_text="Tool results of the last N assistant messages are never pruned (COMPACTION_PRUNE_KEEP_LAST_ASSISTANTS).")
-    prune_tools_allow = models.CharField(
-        max_length=500, blank=True, default="",
-        help_text="Comma-separated tool name globs that may be pruned; empty = all (COMPACTION_PRUNE_TOOLS_ALLOW).")
-    prune_tools_deny = models.CharField(
-        max_length=500, blank=True, default="",
-        help_text="Comma-separated tool name globs never pruned; deny wins (COMPACTION_PRUNE_TOOLS_DENY).")
+    compaction_enabled = setting_field("compaction_enabled")
+    reserve_tokens = setting_field("reserve_tokens")
+    keep_recent_tokens = setting_field("keep_recent_tokens")
+    identifier_policy = setting_field("identifier_policy")
+    identifier_instructions = setting_field("identifier_instructions")
+    compaction_model = setting_field("compaction_model")
+    fallback_models = setting_field("fallback_models")
+    compaction_provider = setting_field("compaction_provider")
+    max_active_transcript_bytes = setting_field("max_active_transcript_bytes")
+    truncate_after_compaction = setting_field("truncate_after_compaction")
+    memory_flush = setting_field("memory_flush")
+    notify_user = setting_field("notify_user")
+    pruning_mode = setting_field("pruning_mode")
+    prune_keep_last_assistants = setting_field("prune_keep_last_assistants")
+    prune_tools_allow = setting_field("prune_tools_allow")
+    prune_tools_deny = setting_field("prune_tools_deny")
 
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

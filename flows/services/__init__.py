@@ -26,7 +26,14 @@ from .history import (
 )
 from .preview import chain_preview
 from .runs import view_current
-from .settings import settings_create, settings_import_env, settings_override_for, settings_save, settings_update
+from .settings import (
+    EnvImportReport,
+    settings_create,
+    settings_import_env,
+    settings_override_for,
+    settings_save,
+    settings_update,
+)
 from .summarization import chain_summarize
 from .summarizers import set_summarizer_factory, use_summarizer_factory
 from .users import user_ensure
@@ -37,6 +44,7 @@ __all__ = [
     "chain_append", "chain_import", "flow_create", "flow_set_status", "turn_completed",
     "chain_summarize", "chain_fit", "chain_compact", "chain_request_compaction", "chain_preview", "view_current",
     "set_summarizer_factory", "use_summarizer_factory",
-    "settings_create", "settings_import_env", "settings_override_for", "settings_save", "settings_update",
+    "EnvImportReport", "settings_create", "settings_import_env", "settings_override_for", "settings_save",
+    "settings_update",
     "model_window_ensure", "user_ensure",
 ]

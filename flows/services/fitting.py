@@ -94,15 +94,19 @@ def compute_step(state: ChainState, step: RunStep, before: list[Msg], lineage: l
 
 
 def run_fit(state: ChainState, event: SummaryEvent, messages: list[Msg], lineage: list[list[int]], *,
-            window_tokens: int, tokens_before: int, observed_tokens: int | None = None) -> RunStep:
-    """Fit to the window (restore-profile re-summarization, window cut, tool-result truncation)."""
+            window_tokens: int, reserve_tokens: int, tokens_before: int,
+            observed_tokens: int | None = None) -> RunStep:
+    """Fit to the window (restore-profile re-summarization, window cut, tool-result truncation).
+
+    `reserve_tokens` is the effective reserve `window_for` computed (the one the threshold and the page's bar use),
+    so the fit's budget is the same window minus the same reserve."""
     row = state.row
     step = RunStep(trigger=event.trigger, outcome=Outcome.OK, event=event, before=messages,
                    tokens_before=tokens_before)
 
     def run(summarize: SummarizeFn) -> Any:
         return fit_to_window(messages, window_tokens=window_tokens, summarize=summarize, model=state.model or None,
-                             reserve_tokens=row.reserve_tokens, keep_recent_tokens=row.keep_recent_tokens,
+                             reserve_tokens=reserve_tokens, keep_recent_tokens=row.keep_recent_tokens,
                              force=event.trigger == Trigger.OVERFLOW, observed_tokens=observed_tokens,
                              **policy_options(row))
 
@@ -124,8 +128,8 @@ def fit_step(state: ChainState, messages: list[Msg], lineage: list[list[int]], *
         return None
     event = event_start(chain=state.chain, trigger=trigger, snapshot=snapshot, notify=state.row.notify_user)
     hook_before(state, event, messages, tokens)
-    return run_fit(state, event, messages, lineage, window_tokens=window_tokens, tokens_before=tokens,
-                   observed_tokens=observed_tokens)
+    return run_fit(state, event, messages, lineage, window_tokens=window_tokens, reserve_tokens=reserve,
+                   tokens_before=tokens, observed_tokens=observed_tokens)
 
 
 def chain_fit(*, chain_id: int, trigger: str = Trigger.WINDOW,

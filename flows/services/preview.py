@@ -59,7 +59,7 @@ def _fit(chain: Chain, row: SummarizerSettings, view: list[dict[str, Any]], line
     info: dict[str, Any] = {"known": True, "tokens": window[0], "reserve_tokens": window[1]}
     try:
         fit = fit_to_window(view, window_tokens=window[0], summarize=summarize, model=chain.agent.flow.model_name
-                            or None, reserve_tokens=row.reserve_tokens, keep_recent_tokens=row.keep_recent_tokens,
+                            or None, reserve_tokens=window[1], keep_recent_tokens=row.keep_recent_tokens,
                             identifier_policy=row.identifier_policy,
                             identifier_instructions=row.identifier_instructions)
     except ContextTooLarge as exc:

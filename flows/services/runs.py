@@ -48,7 +48,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_SAVE_ATTEMPTS = 3
-DEFAULT_RESERVE_SHARE = 0.2  # compaction.md §3: reserve = model's max output, capped at 20% of the window
 COMPACTION_TRIGGERS = {Trigger.WINDOW, Trigger.OVERFLOW, Trigger.MANUAL, Trigger.BYTE_GUARD}
 
 Message_ = dict[str, Any]
@@ -117,9 +116,8 @@ def window_for(*, flow: Flow, row: SummarizerSettings) -> tuple[int, int] | None
     window, max_output, _source = model_window_for(flow=flow)
     if not window:
         return None
-    cap = int(window * DEFAULT_RESERVE_SHARE)
-    given = row.reserve_tokens if row.reserve_tokens is not None else (min(max_output, cap) if max_output else None)
-    return window, effective_reserve(window, given, flow.model_name or None)
+    return window, effective_reserve(window, row.reserve_tokens, flow.model_name or None,
+                                     max_output_tokens=max_output)
 
 
 def elapsed_ms(started: float) -> int:

@@ -4,21 +4,16 @@ or an environment import."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
 
 from flows.models import Flow, SettingsChange, SummarizerSettings
-from flows.settings_registry import (
-    PROFILES,
-    SettingsError,
-    settings_for,
-    settings_from_env,
-    settings_validate,
-    settings_values,
-)
+from flows.settings_registry import PROFILES, env_import_plan, settings_for, settings_validate, settings_values
 
-__all__ = ["settings_create", "settings_update", "settings_override_for", "settings_save", "settings_import_env"]
+__all__ = ["settings_create", "settings_update", "settings_override_for", "settings_save", "settings_import_env",
+           "EnvImportReport"]
 
 
 def _label(row: SummarizerSettings) -> str:
@@ -87,24 +82,36 @@ def settings_save(*, profile: str, flow: Flow | None, data: Mapping[str, Any], u
     return row, change
 
 
-def settings_import_env(environ: Mapping[str, str], *, user=None) -> dict[str, dict[str, list[Any]]]:
-    """Apply SUMMARIZER_* / ASSISTANT_SUMMARIZER_* / COMPACTION_* variables to both profiles' defaults.
+@dataclass
+class EnvImportReport:
+    """An environment import: {profile: {field: [old, new]}} saved, and {variable: reason} refused."""
 
-    All or nothing: any bad variable raises SettingsError naming it, and nothing is saved.
-    """
-    parsed, errors = {}, {}
-    for profile in PROFILES:
-        values, bad = settings_from_env(profile, environ)
-        errors.update(bad)
-        parsed[profile] = values
-    if errors:
-        raise SettingsError(errors)
-    applied: dict[str, dict[str, list[Any]]] = {}
+    applied: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> int:
+        return sum(len(changes) for changes in self.applied.values())
+
+    def summary(self) -> str:
+        """One line naming what was saved, for a page message or a command's output."""
+        parts = [f"{profile}: " + ", ".join(f"{name}={new!r}" for name, (_old, new) in changes.items())
+                 for profile, changes in self.applied.items() if changes]
+        saved = f"Imported {self.changed} setting(s) ({'; '.join(parts)})" if parts else "No setting changed"
+        refused = f"; {len(self.rejected)} variable(s) refused" if self.rejected else ""
+        return saved + refused + "."
+
+
+def settings_import_env(environ: Mapping[str, str], *, user: Any = None) -> EnvImportReport:
+    """Apply SUMMARIZER_* / ASSISTANT_SUMMARIZER_* / COMPACTION_* / ASSISTANT_COMPACTION_* variables to both
+    profiles' defaults. Each variable is validated on its own: the good ones are saved (with change history),
+    each bad one is reported by name with its reason and changes nothing."""
+    report = EnvImportReport()
     with transaction.atomic():
-        rows = {profile: settings_for(profile=profile) for profile in PROFILES}
         for profile in PROFILES:
-            settings_validate(parsed[profile], base=rows[profile])
-        for profile in PROFILES:
-            change = settings_update(row=rows[profile], data=parsed[profile], user=user, source="env import")
-            applied[profile] = change.changes if change else {}
-    return applied
+            row = SummarizerSettings.objects.select_for_update().get(pk=settings_for(profile=profile).pk)
+            plan = env_import_plan(profile, environ, settings_values(row))
+            report.rejected.update(plan.rejected)
+            change = settings_update(row=row, data=plan.accepted, user=user, source="env import")
+            report.applied[profile] = change.changes if change else {}
+    return report

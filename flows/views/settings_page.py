@@ -14,16 +14,18 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from ..forms import EnvImportForm
 from ..models import Chain, Flow, Profile, SummarizerSettings
 from ..params import parse_id
 from ..selectors import chains_visible_to, flows_visible_to
-from ..selectors_pages import flow_for_page
-from ..services import settings_save
+from ..selectors_pages import WindowInfo, flow_for_page, window_for_model
+from ..services import settings_import_env, settings_save
 from ..settings_registry import (
     SETTINGS_FIELDS,
     SettingsError,
+    compaction_provider_choices,
     defaults_for,
     settings_env_export,
     settings_for,
@@ -33,7 +35,7 @@ from ..settings_registry import (
 )
 from .preview import preview_context
 
-__all__ = ["settings_page", "settings_export", "form_data"]
+__all__ = ["settings_page", "settings_export", "settings_import", "form_data"]
 
 PREVIEW_CHAIN_CHOICES = 50
 GROUP_TITLES = {"summarizer": "Chain summarizer (PentAGI, sizes in bytes)",
@@ -67,10 +69,13 @@ def _fields(profile: str, values: Mapping[str, Any], errors: Mapping[str, str]) 
     groups: dict[str, list[dict[str, Any]]] = {g: [] for g in GROUP_TITLES}
     for spec in SETTINGS_FIELDS:
         value = values.get(spec.name)
+        kind, choices = spec.kind, spec.choices
+        if spec.name == "compaction_provider":  # installed providers by name ("" = the built-in summary)
+            kind, choices = "choice", compaction_provider_choices(value if isinstance(value, str) else "")
         groups.setdefault(spec.group, []).append({
-            "name": spec.name, "env": spec.env[profile] or "", "kind": spec.kind, "unit": spec.unit,
+            "name": spec.name, "env": spec.env[profile] or "", "kind": kind, "unit": spec.unit,
             "help": spec.help, "default": defaults[spec.name], "value": "" if value is None else value,
-            "choices": spec.choices, "editable": spec.editable(profile), "bounds": spec.bounds,
+            "choices": choices, "editable": spec.editable(profile), "bounds": spec.bounds,
             "changed": value != defaults[spec.name], "error": errors.get(spec.name, ""),
             "warning": warnings.get(spec.name, ""),
         })
@@ -82,6 +87,13 @@ def _preview_chains(request: HttpRequest, flow: Flow | None) -> list[Chain]:
     if flow is not None:
         qs = qs.filter(agent__flow=flow)
     return list(qs.order_by("-updated_at")[:PREVIEW_CHAIN_CHOICES])
+
+
+def _window_checked(flow: Flow | None, chain_id: int | None, chains: list[Chain]) -> WindowInfo | None:
+    """The window these settings run against: the scope's flow, else the flow of the chain picked for preview."""
+    if flow is None:
+        flow = next((c.agent.flow for c in chains if c.pk == chain_id), None)
+    return window_for_model(flow.model_name) if flow is not None and flow.model_name else None
 
 
 def _render(request: HttpRequest, *, profile: str, flow: Flow | None, values: Mapping[str, Any],
@@ -97,6 +109,8 @@ def _render(request: HttpRequest, *, profile: str, flow: Flow | None, values: Ma
         "can_save": flow is not None or request.user.is_staff, "chains": chains,
         "chain_id": chain_id or (chains[0].pk if chains else None), "preview": preview,
         "history": list(row.changes.select_related("user")[:10]),
+        "window_checked": _window_checked(flow, chain_id or (chains[0].pk if chains else None), chains),
+        "import_form": EnvImportForm() if request.user.is_staff else None,
     }
     return render(request, "flows/settings.html", context, status=status)
 
@@ -135,6 +149,25 @@ def _save(request: HttpRequest, *, profile: str, flow: Flow | None, data: dict[s
         messages.success(request, f"Saved {len(change.changes)} setting(s); they apply from the next agent turn.")
     query = f"?profile={profile}" + (f"&flow={flow.pk}" if flow else "") + (f"&chain={chain_id}" if chain_id else "")
     return redirect(reverse("settings") + query)
+
+
+@login_required
+@require_POST
+def settings_import(request: HttpRequest) -> HttpResponse:
+    """A pasted or uploaded PentAGI `.env` into both profiles' defaults (staff only); each refused variable is
+    reported by name and the good ones are saved."""
+    if not request.user.is_staff:
+        return HttpResponseForbidden("Only staff can change the defaults.")
+    form = EnvImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        for error in form.errors.get("__all__", []) + form.errors.get("text", []) + form.errors.get("file", []):
+            messages.error(request, f"Nothing imported: {error}")
+        return redirect(reverse("settings"))
+    report = settings_import_env(form.cleaned_data["environ"], user=request.user)
+    (messages.success if report.changed else messages.info)(request, report.summary())
+    for message in report.rejected.values():
+        messages.error(request, f"Refused {message}")
+    return redirect(reverse("settings"))
 
 
 @login_required

@@ -12,4 +12,5 @@ urlpatterns = [
     path("chains/<int:chain_id>/compact/", compact.chain_compact_page, name="chain-compact"),
     path("settings/", settings_page.settings_page, name="settings"),
     path("settings/export.env", settings_page.settings_export, name="settings-export"),
+    path("settings/import-env/", settings_page.settings_import, name="settings-import"),
 ]

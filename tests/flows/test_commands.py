@@ -72,9 +72,15 @@ def test_import_settings_env_reads_a_dotenv_file(tmp_path):
     assert settings_for(profile="assistant").keep_qa_sections == 2
 
 
-def test_import_settings_env_refuses_bad_values_and_changes_nothing(tmp_path):
+def test_import_settings_env_saves_the_good_variables_and_names_each_bad_one(tmp_path):
+    """One bad variable no longer throws the whole profile away (issue 13 item 4)."""
     env = tmp_path / ".env"
-    env.write_text("SUMMARIZER_LAST_SEC_BYTES=40000\nSUMMARIZER_MAX_QA_SECTIONS=many\n")
-    with pytest.raises(CommandError, match="max_qa_sections"):
-        run("import_settings_env", "--file", str(env))
-    assert settings_for(profile="agent").last_sec_bytes == 51200
+    env.write_text("SUMMARIZER_LAST_SEC_BYTES=30000\nSUMMARIZER_KEEP_QA_SECTIONS=12\nSUMMARIZER_MAX_QA_SECTIONS=many\n")
+    out, errors = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match="2 variable"):
+        call_command("import_settings_env", "--file", str(env), stdout=out, stderr=errors)
+    assert "last_sec_bytes=30000" in out.getvalue()
+    err = errors.getvalue()
+    assert "SUMMARIZER_KEEP_QA_SECTIONS='12': cannot exceed" in err and "SUMMARIZER_MAX_QA_SECTIONS='many'" in err
+    row = settings_for(profile="agent")
+    assert (row.last_sec_bytes, row.keep_qa_sections, row.max_qa_sections) == (30000, 1, 10)

@@ -93,6 +93,7 @@ def test_a_flow_override_wins_over_the_defaults(make_flow):
     ({"identifier_policy": "custom"}, "identifier_instructions"),
     ({"identifier_policy": "loose"}, "identifier_policy"),
     ({"preserve_last": "maybe"}, "preserve_last"),
+    ({"preserve_last": "yes"}, "preserve_last"),  # Go's strconv.ParseBool set, as PentAGI
     ({"no_such_setting": 1}, "no_such_setting"),
 ])
 def test_validation_names_the_field(data, field):
@@ -157,11 +158,11 @@ def test_env_export_and_import_round_trip(user, profile, data):
     assert settings_values(settings_for(profile=profile)) == exported
 
 
-def test_env_import_is_all_or_nothing():
-    with pytest.raises(SettingsError) as info:
-        settings_import_env({"SUMMARIZER_LAST_SEC_BYTES": "40000", "ASSISTANT_SUMMARIZER_KEEP_QA_SECTIONS": "x"})
-    assert "keep_qa_sections" in info.value.errors
-    assert settings_for(profile="agent").last_sec_bytes == 51200
+def test_env_import_keeps_the_good_variables_and_names_each_bad_one():
+    report = settings_import_env({"SUMMARIZER_LAST_SEC_BYTES": "40000", "ASSISTANT_SUMMARIZER_KEEP_QA_SECTIONS": "x"})
+    assert list(report.rejected) == ["ASSISTANT_SUMMARIZER_KEEP_QA_SECTIONS"]
+    assert settings_for(profile="agent").last_sec_bytes == 40000
+    assert settings_for(profile="assistant").keep_qa_sections == 3
 
 
 def test_defaults_for_each_profile_pass_their_own_validation():

@@ -80,8 +80,9 @@ def test_it_accepts_an_object_with_a_messages_list(tmp_path):
         (["summarize", "--input", "{bad}"], "malformed JSON"),
         (["summarize", "--input", "{invalid}"], "invalid chain"),
         (["summarize", "--input", "{chain}", "--set", "nope=1"], "unknown setting"),
-        (["summarize", "--input", "{chain}", "--set", "max_bp_bytes=lots"], "expected an integer"),
+        (["summarize", "--input", "{chain}", "--set", "max_bp_bytes=lots"], "expected a whole number"),
         (["summarize", "--input", "{chain}", "--set", "use_qa=maybe"], "expected true or false"),
+        (["summarize", "--input", "{chain}", "--set", "use_qa=yes"], "expected true or false"),  # Go ParseBool set
         (["summarize", "--input", "{chain}", "--set", "last_section_reserve_percent=150"], "between 0 and 100"),
         (["summarize", "--input", "{chain}", "--set", "novalue"], "key=value"),
         (["summarize", "--input", "{chain}", "--profile", "bogus"], "invalid choice"),

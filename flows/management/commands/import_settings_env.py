@@ -1,14 +1,17 @@
-"""manage.py import_settings_env [--file .env]: PentAGI's SUMMARIZER_* / ASSISTANT_SUMMARIZER_* / COMPACTION_*
-variables (from the environment, or a .env file) into the settings defaults, with change history."""
+"""manage.py import_settings_env [--file .env]: PentAGI's SUMMARIZER_* / ASSISTANT_SUMMARIZER_* and our
+COMPACTION_* / ASSISTANT_COMPACTION_* variables (from the environment, or a .env file) into the settings defaults,
+with change history. Each variable is checked on its own: good ones are saved, each bad one is named on stderr
+and the command then exits with status 1."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from flows.services import settings_import_env
-from flows.settings_registry import SettingsError, parse_env_text
+from flows.settings_env import parse_env_text
 
 
 class Command(BaseCommand):
@@ -17,7 +20,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--file", type=Path, default=None, help="a .env file instead of the environment")
 
-    def handle(self, *args, **opts) -> None:
+    def handle(self, *args: Any, **opts: Any) -> None:
         if opts["file"] is not None:
             try:
                 environ = parse_env_text(opts["file"].read_text(encoding="utf-8"))
@@ -25,10 +28,13 @@ class Command(BaseCommand):
                 raise CommandError(f"cannot read {opts['file']}: {exc}") from None
         else:
             environ = dict(os.environ)
-        try:
-            applied = settings_import_env(environ)
-        except SettingsError as exc:
-            raise CommandError(f"nothing imported: {exc}") from None
-        for profile, changes in applied.items():
+        report = settings_import_env(environ)
+        for profile, changes in report.applied.items():
             summary = ", ".join(f"{k}={v[1]!r}" for k, v in changes.items()) or "no changes"
             self.stdout.write(f"{profile}: {summary}")
+        for message in report.rejected.values():
+            self.stderr.write(f"refused {message}")
+        if report.rejected:
+            # The good variables are saved; a non-zero status still tells scripts that some were refused.
+            raise CommandError(f"{len(report.rejected)} variable(s) refused, the others were imported: "
+                               + ", ".join(report.rejected))

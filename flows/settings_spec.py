@@ -1,0 +1,98 @@
+"""Every setting of a `SummarizerSettings` row, declared once (no Django here, so models can derive from it).
+
+The engine's eight PentAGI settings come from `summarizer.settings_spec`; the dashboard adds its compaction
+settings (window fit, tokens). Their variables are `COMPACTION_<NAME>` for agents and
+`ASSISTANT_COMPACTION_<NAME>` for the assistant, following PentAGI's `ASSISTANT_SUMMARIZER_*` pattern (PentAGI
+itself has no compaction variables). When importing, an assistant variable that is unset falls back to the
+shared `COMPACTION_<NAME>`, so one `COMPACTION_*` line still configures both profiles.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from flows.engine import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
+
+__all__ = [
+    "AGENT", "ASSISTANT", "PROFILES", "SettingSpec", "SETTINGS_FIELDS", "FIELDS_BY_NAME", "ASSISTANT_FORCED",
+    "IDENTIFIER_POLICIES", "PRUNING_MODES", "parse_bool", "env_fallback", "model_help",
+]
+
+AGENT, ASSISTANT = PROFILES = ("agent", "assistant")  # the keys of every SettingSpec's env and default
+KB = 1024
+IDENTIFIER_POLICIES = ("strict", "off", "custom")
+PRUNING_MODES = ("off", "on")
+ASSISTANT_COMPACTION_PREFIX = "ASSISTANT_"
+
+
+def _compaction(name: str, kind: str, default: Any, help_text: str, *, unit: str = "", minimum: int | None = None,
+                maximum: int | None = None, choices: tuple[str, ...] = (),
+                max_length: int | None = None) -> SettingSpec:
+    env = "COMPACTION_" + name.removeprefix("compaction_").upper()  # COMPACTION_ENABLED, not ..._COMPACTION_...
+    return SettingSpec(name, kind, {AGENT: env, ASSISTANT: ASSISTANT_COMPACTION_PREFIX + env},
+                       {AGENT: default, ASSISTANT: default}, help_text, unit, minimum, maximum, "compaction",
+                       choices, max_length)
+
+
+COMPACTION_SETTINGS: tuple[SettingSpec, ...] = (
+    _compaction("compaction_enabled", "bool", True,
+                "Fit the view to the model's window before each call and recover from context-overflow errors."),
+    _compaction("reserve_tokens", "optional_int", None,
+                "Tokens reserved for the model's answer. Empty: the model's max output, at most 20% of the window; "
+                "a reserve as large as the window is halved.", unit="tokens", maximum=1_000_000),
+    _compaction("keep_recent_tokens", "int", 20_000,
+                "Recent tokens kept verbatim by a window cut, never more than half the window. 0 with manual "
+                "compaction: a hard checkpoint.", unit="tokens", minimum=0, maximum=1_000_000),
+    _compaction("identifier_policy", "choice", "strict",
+                "strict: summaries must keep IDs, hashes, hosts, URLs, paths (audited, one retry); off: no "
+                "guidance; custom: your instructions below.", choices=IDENTIFIER_POLICIES, max_length=16),
+    _compaction("identifier_instructions", "str", "",
+                "Custom identifier guidance, used with policy 'custom'.", max_length=2000),
+    _compaction("compaction_model", "str", "",
+                "provider/model that writes compaction summaries, e.g. openai/gpt-4o-mini. Empty: the agent's "
+                "model with the fallback models below. An explicit model never falls back.", max_length=200),
+    _compaction("fallback_models", "str", "",
+                "Comma-separated models tried in order on retryable provider errors when no compaction model is "
+                "set.", max_length=1000),
+    _compaction("compaction_provider", "str", "",
+                "Id of an installed compaction provider plugin (entry-point group "
+                "pentagi_web.compaction_providers); on error or empty output the built-in summary is used.",
+                max_length=100),
+    _compaction("max_active_transcript_bytes", "int", 0,
+                "Byte guard: compact before a turn once the active segment reaches this size; 0 = off. Needs "
+                "successor segments.", unit="bytes", maximum=1024 * KB * KB),
+    _compaction("truncate_after_compaction", "bool", False,
+                "After a compaction, start a new active segment from the summary and kept tail; the old one is "
+                "archived unchanged."),
+    _compaction("memory_flush", "bool", True,
+                "Save identifiers, credentials, hosts and decisions that leave the view as flow notes before "
+                "compacting."),
+    _compaction("notify_user", "bool", True, "Show 'compaction started / complete' notices in the live view."),
+    _compaction("pruning_mode", "choice", "off",
+                "Trim old tool results in the request sent to the model (never stored).", choices=PRUNING_MODES,
+                max_length=8),
+    _compaction("prune_keep_last_assistants", "int", 3,
+                "Tool results of the last N assistant messages are never pruned.", unit="assistant messages",
+                maximum=100),
+    _compaction("prune_tools_allow", "str", "",
+                "Comma-separated tool name globs that may be pruned; empty = all.", max_length=500),
+    _compaction("prune_tools_deny", "str", "",
+                "Comma-separated tool name globs never pruned; deny wins.", max_length=500),
+)
+
+SETTINGS_FIELDS: tuple[SettingSpec, ...] = (*SUMMARIZER_SETTINGS, *COMPACTION_SETTINGS)
+FIELDS_BY_NAME = {spec.name: spec for spec in SETTINGS_FIELDS}
+# The assistant always collapses QA sections and never summarizes the user's own messages (not editable).
+ASSISTANT_FORCED = {spec.name: spec.forced[ASSISTANT] for spec in SETTINGS_FIELDS if ASSISTANT in spec.forced}
+
+
+def env_fallback(spec: SettingSpec, profile: str) -> str | None:
+    """The variable read when the profile's own is unset: the shared COMPACTION_* for the assistant."""
+    if profile == ASSISTANT and spec.group == "compaction":
+        return spec.env[AGENT]
+    return None
+
+
+def model_help(spec: SettingSpec) -> str:
+    """The model field's help text: the description and the variables that set it."""
+    names = [name for name in (spec.env[AGENT], spec.env[ASSISTANT]) if name]
+    return f"{spec.help} ({', '.join(names)})"
