@@ -19,6 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from flows.services import AppendError
 from flows.settings_registry import SettingsError
+from flows.text_input import lone_surrogate_path
 from summarizer.formats import FormatError
 
 from .auth import authenticate, csrf_failure
@@ -43,7 +44,7 @@ def not_found(what: str = "object") -> ApiError:
 
 
 def read_json(request: HttpRequest) -> Any:
-    """The JSON body; 415 for another content type, 400 for malformed JSON, 413 when too big."""
+    """The JSON body; 415 for another content type, 400 for malformed JSON or lone surrogates, 413 when too big."""
     ctype = request.content_type or ""
     if ctype != "application/json":
         raise ApiError(415, "unsupported_media_type", f"send application/json, got {ctype or 'nothing'}")
@@ -52,11 +53,16 @@ def read_json(request: HttpRequest) -> Any:
     except RequestDataTooBig:
         raise ApiError(413, "payload_too_large", "the request body is too large") from None
     try:
-        return json.loads(raw.decode("utf-8") if raw else "")
+        body = json.loads(raw.decode("utf-8") if raw else "")
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
     except RecursionError:  # json.loads recurses per nesting level; a hostile body can exhaust the stack
         raise ApiError(400, "malformed_json", "the body is nested too deeply") from None
+    where = lone_surrogate_path(body)
+    if where is not None:  # "\ud800" is valid JSON but no UTF-8 text: every later encode would be a 500
+        raise ApiError(400, "invalid_text", f"{where} holds a lone UTF-16 surrogate, which is not valid Unicode",
+                       field=where)
+    return body
 
 
 def _known_error(exc: Exception) -> JsonResponse | None:

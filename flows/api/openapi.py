@@ -4,8 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 
 from flows.models import AGENT_TYPES
+from flows.text_input import MAX_INSTRUCTIONS_CHARS
 from summarizer.formats import FORMATS
 
 __all__ = ["SCHEMA", "schema_view"]
@@ -133,7 +135,7 @@ PATHS: dict[str, Any] = {
     "/api/chains/{chain_id}/compact": {"post": _op(
         "Compact now (manual), with optional focus instructions", _json(_ref("SummaryEvent"), "Created"), status=201,
         params=CHAIN, errors=(400, 401, 404, 415), body={"type": "object", "properties": {
-            "instructions": {"type": "string", "maxLength": 800}}})},
+            "instructions": {"type": "string", "maxLength": MAX_INSTRUCTIONS_CHARS}}})},
     "/api/chains/{chain_id}/preview": {"post": _op(
         "The view these settings would give (nothing saved)", _json(OBJ), params=CHAIN, errors=(400, 401, 404, 415),
         body={"type": "object", "properties": {"settings": OBJ}})},
@@ -165,9 +167,12 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+@csrf_exempt  # else Django's CSRF check answers a POST with its HTML 403 before the JSON 405 below
 def schema_view(request: HttpRequest) -> JsonResponse:
     if request.method not in ("GET", "HEAD"):
         from .errors import error_response
 
-        return error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+        resp = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+        resp["Allow"] = "GET, HEAD"
+        return resp
     return JsonResponse(SCHEMA)

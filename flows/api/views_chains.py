@@ -7,15 +7,15 @@ from flows.models import Chain
 from flows.selectors import chain_events, chain_get_visible, chain_messages
 from flows.services import chain_append
 from flows.settings_registry import settings_for, settings_validate, settings_values
+from flows.text_input import instructions_problem
 
 from .errors import ApiError, not_found
 from .serializers import chain_json, event_json, message_json
 from .views_flows import json_object
 
 __all__ = ["chain_detail", "chain_messages_endpoint", "chain_events_endpoint", "chain_compact_endpoint",
-           "chain_preview_endpoint", "MAX_INSTRUCTIONS_CHARS"]
+           "chain_preview_endpoint"]
 
-MAX_INSTRUCTIONS_CHARS = 800
 DEFAULT_PAGE_MESSAGES = 500
 MAX_PAGE_MESSAGES = 1000
 
@@ -71,12 +71,10 @@ def _events(request: HttpRequest, chain_id: str) -> JsonResponse:
 def _compact(request: HttpRequest, chain_id: str) -> JsonResponse:
     chain = get_chain(request, chain_id)
     body = json_object(request) if request.body else {}
-    instructions = body.get("instructions") or ""
-    if not isinstance(instructions, str):
-        raise ApiError(400, "invalid_field", "'instructions' must be a string", field="instructions")
-    if len(instructions) > MAX_INSTRUCTIONS_CHARS:
-        raise ApiError(400, "invalid_field", f"'instructions' is longer than {MAX_INSTRUCTIONS_CHARS} characters",
-                       field="instructions")
+    instructions = body.get("instructions", "")
+    problem = instructions_problem(instructions)  # `{}`, null or a number are refused, not read as "no focus"
+    if problem is not None:
+        raise ApiError(400, "invalid_field", f"'instructions' {problem}", field="instructions")
     from flows.services import views as view_services
 
     # The request only records the RUNNING event and queues the work: summarization never runs on the request.

@@ -25,6 +25,7 @@ from flows.services.views import (
     hook_after_payload, load_state, save_view,
 )
 from flows.signals import before_compaction, send_hook
+from flows.text_input import MAX_INSTRUCTIONS_CHARS  # compaction.md §5; one cap for API, page and prompt
 
 __all__ = [
     "DUPLICATE_MIN_CHARS", "DUPLICATE_WINDOW_SECONDS", "MAX_INSTRUCTIONS_CHARS", "chain_compact",
@@ -34,7 +35,6 @@ __all__ = [
 
 DUPLICATE_MIN_CHARS = 24  # shorter user messages ("next", "yes") repeat legitimately
 DUPLICATE_WINDOW_SECONDS = 60
-MAX_INSTRUCTIONS_CHARS = 800  # compaction.md §5
 _SPACES_RE = re.compile(r"\s+")
 
 Msg = dict[str, Any]
