@@ -18,6 +18,7 @@ __all__ = ["chain_detail", "chain_messages_endpoint", "chain_events_endpoint", "
 
 DEFAULT_PAGE_MESSAGES = 500
 MAX_PAGE_MESSAGES = 1000
+MAX_SEQ = 2**31 - 1  # Message.seq is a 32-bit integer column
 
 
 def get_chain(request: HttpRequest, chain_id: str) -> Chain:
@@ -41,7 +42,11 @@ def _int_param(request: HttpRequest, name: str, default: int, *, lo: int, hi: in
 
 
 def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
-    return JsonResponse(chain_json(get_chain(request, chain_id)))
+    chain = get_chain(request, chain_id)
+    after = _int_param(request, "after_seq", 0, lo=0, hi=MAX_SEQ)
+    limit = _int_param(request, "limit", DEFAULT_PAGE_MESSAGES, lo=1, hi=MAX_PAGE_MESSAGES)
+    # Later pages (after_seq given) carry raw messages and stats only: the view is read once, with the first.
+    return JsonResponse(chain_json(chain, after_seq=after, limit=limit, with_view="after_seq" not in request.GET))
 
 
 def _append(request: HttpRequest, chain_id: str) -> JsonResponse:
@@ -56,7 +61,7 @@ def _append(request: HttpRequest, chain_id: str) -> JsonResponse:
 
 def _catch_up(request: HttpRequest, chain_id: str) -> JsonResponse:
     chain = get_chain(request, chain_id)
-    after = _int_param(request, "after_seq", 0, lo=0, hi=2**31 - 1)
+    after = _int_param(request, "after_seq", 0, lo=0, hi=MAX_SEQ)
     limit = _int_param(request, "limit", DEFAULT_PAGE_MESSAGES, lo=1, hi=MAX_PAGE_MESSAGES)
     rows = list(chain_messages(chain=chain, after_seq=after, limit=limit + 1))
     return JsonResponse({"chain_id": chain.pk, "last_seq": chain.last_seq, "has_more": len(rows) > limit,
