@@ -10,7 +10,8 @@ from flows.settings_registry import SETTINGS_FIELDS, settings_values, settings_w
 from summarizer.chain import parse_chain
 from summarizer.messages import content_text, message_size
 
-__all__ = ["flow_json", "agent_json", "message_json", "chain_json", "event_json", "settings_json", "sections_json"]
+__all__ = ["flow_json", "agent_json", "message_json", "chain_json", "chain_page_json", "chain_view_json", "event_json",
+           "settings_json", "sections_json"]
 
 HUMAN_PREVIEW_CHARS = 160
 
@@ -58,21 +59,21 @@ def sections_json(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     return out, None
 
 
-def _view_part(chain: Chain, totals: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(view, sections and parse_error), (the view's stats): the newest view, else the raw chain itself."""
+def chain_view_json(chain: Chain, stats: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """({view, sections}, the view's stats): the newest view, else the raw chain itself (`stats` of the page)."""
     view_row = chain_view_latest(chain=chain)
     view = view_row.messages if view_row else chain_raw_messages(chain=chain)
     sections, parse_error = sections_json(view)
-    stats = {"view_messages": len(view), "view_bytes": view_row.byte_size if view_row else totals["bytes"],
-             "view_tokens": view_row.token_count if view_row else totals["tokens"],
-             "view_raw_seq_to": view_row.raw_seq_to if view_row else chain.last_seq, "parse_error": parse_error}
-    return {"view": view, "sections": sections}, stats
+    view_stats = {"view_messages": len(view), "view_bytes": view_row.byte_size if view_row else stats["raw_bytes"],
+                  "view_tokens": view_row.token_count if view_row else stats["raw_tokens"],
+                  "view_raw_seq_to": view_row.raw_seq_to if view_row else chain.last_seq,
+                  "parse_error": parse_error}
+    return {"view": view, "sections": sections}, view_stats
 
 
-def chain_json(chain: Chain, *, after_seq: int = 0, limit: int, with_view: bool = True) -> dict[str, Any]:
+def chain_page_json(chain: Chain, *, after_seq: int = 0, limit: int) -> dict[str, Any]:
     """The chain with one page of raw messages (seq > after_seq, at most `limit`) and `next_after_seq` to
-    continue from (None on the last page). The view and its sections come only when `with_view` (the first
-    page): they cost time linear in the view, which later pages need not pay again."""
+    continue from (None on the last page); no view (chain_view_json adds it to the first page)."""
     rows = list(chain_messages(chain=chain, after_seq=after_seq, limit=limit + 1))
     has_more = len(rows) > limit
     rows = rows[:limit]
@@ -80,14 +81,19 @@ def chain_json(chain: Chain, *, after_seq: int = 0, limit: int, with_view: bool 
     stats: dict[str, Any] = {"raw_messages": totals["messages"], "raw_bytes": totals["bytes"],
                              "raw_tokens": totals["tokens"], "compactions": chain.compactions,
                              "last_seq": chain.last_seq, "view_version": chain.view_version}
-    out = {"id": chain.pk, "agent_id": chain.agent_id, "flow_id": chain.agent.flow_id, "is_active": chain.is_active,
-           "tool_call_id_template": chain.tool_call_id_template, "raw": [message_json(r) for r in rows],
-           "has_more": has_more, "next_after_seq": rows[-1].seq if has_more else None}
+    return {"id": chain.pk, "agent_id": chain.agent_id, "flow_id": chain.agent.flow_id, "is_active": chain.is_active,
+            "tool_call_id_template": chain.tool_call_id_template, "raw": [message_json(r) for r in rows],
+            "has_more": has_more, "next_after_seq": rows[-1].seq if has_more else None, "stats": stats}
+
+
+def chain_json(chain: Chain, *, after_seq: int = 0, limit: int, with_view: bool = True) -> dict[str, Any]:
+    """A page of the chain, with the view and its sections when `with_view` (the first page)."""
+    out = chain_page_json(chain, after_seq=after_seq, limit=limit)
     if with_view:
-        view_part, view_stats = _view_part(chain, totals)
+        view_part, view_stats = chain_view_json(chain, out["stats"])
         out.update(view_part)
-        stats.update(view_stats)
-    return {**out, "stats": stats}
+        out["stats"].update(view_stats)
+    return out
 
 
 def event_json(event: SummaryEvent) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """/api/chains/{id}: read the chain (raw, view, sections, stats), append, catch up, events, compact, preview."""
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 
 from flows.models import Chain
@@ -10,7 +11,7 @@ from flows.settings_registry import settings_for, settings_validate, settings_va
 from flows.text_input import instructions_problem
 
 from .errors import ApiError, not_found
-from .serializers import chain_json, event_json, message_json
+from .serializers import chain_page_json, chain_view_json, event_json, message_json
 from .views_flows import json_object
 
 __all__ = ["chain_detail", "chain_messages_endpoint", "chain_events_endpoint", "chain_compact_endpoint",
@@ -41,12 +42,17 @@ def _int_param(request: HttpRequest, name: str, default: int, *, lo: int, hi: in
     return value
 
 
-def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
-    chain = get_chain(request, chain_id)
+async def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
+    """Bounded steps, each awaited: when the client goes away Django cancels this view between them."""
     after = _int_param(request, "after_seq", 0, lo=0, hi=MAX_SEQ)
     limit = _int_param(request, "limit", DEFAULT_PAGE_MESSAGES, lo=1, hi=MAX_PAGE_MESSAGES)
-    # Later pages (after_seq given) carry raw messages and stats only: the view is read once, with the first.
-    return JsonResponse(chain_json(chain, after_seq=after, limit=limit, with_view="after_seq" not in request.GET))
+    chain = await sync_to_async(get_chain)(request, chain_id)
+    out = await sync_to_async(chain_page_json)(chain, after_seq=after, limit=limit)
+    if "after_seq" not in request.GET:  # later pages carry raw messages and stats only: the view comes once
+        view_part, view_stats = await sync_to_async(chain_view_json)(chain, out["stats"])
+        out.update(view_part)
+        out["stats"].update(view_stats)
+    return JsonResponse(out)
 
 
 def _append(request: HttpRequest, chain_id: str) -> JsonResponse:
