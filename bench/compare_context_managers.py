@@ -38,6 +38,7 @@ from context_managers import (  # noqa: E402
     normalized,
     split_turns,
 )
+from nothing_measured import nothing_measured  # noqa: E402
 
 from summarizer import count_tokens  # noqa: E402
 from summarizer.identifiers import extract_identifiers, missing_identifiers  # noqa: E402
@@ -182,8 +183,9 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.files.split(","))
         files = [f for f in files if f.stem in wanted]
     if not files:
-        print(f"no corpus files in {args.corpus_dir}: nothing to compare")
-        return 0
+        which = f" matching --files {args.files}" if args.files else ""
+        return nothing_measured(f"no corpus files{which} in {args.corpus_dir}",
+                                "point --corpus-dir at a folder of *.json chains (the shared one is ../shared/corpus)")
     keys = [k for k in args.managers.split(",") if k]
     unknown = [k for k in keys if k not in MANAGERS]
     if unknown:

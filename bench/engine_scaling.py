@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from context_managers import split_turns  # noqa: E402  (bench/ is on sys.path when run as a script)
+from nothing_measured import nothing_measured  # noqa: E402
 
 from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
 from summarizer.compact import fit_to_window  # noqa: E402
@@ -208,12 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sources = {"synthetic": synthetic_turns, "corpus": lambda: corpus_turns(args.corpus_dir)}
     print(f"## Engine scaling (extractive summarizer, window {WINDOW_TOKENS:,} tokens)")
+    skipped = []
     for spec in [r.strip() for r in args.runs.split(",") if r.strip()]:
         name, _, profile = spec.partition(":")
         if name not in sources or profile not in PROFILES:
             parser.error(f"unknown run {spec!r}")
         if name == "corpus" and not any(args.corpus_dir.glob("*.json")):
             print(f"\n### corpus chain: skipped, no corpus files in {args.corpus_dir}")
+            skipped.append(spec)
             continue
         began = time.perf_counter()
         rows = replay(sources[name](), args.max_messages, config=PROFILES[profile]())
@@ -222,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         if spec in args.memory_runs.split(","):
             rows = replay(sources[name](), args.max_messages, config=PROFILES[profile](), memory=True)
             _print_table(f"{name} chain, {profile} profile: memory (tracemalloc, separate run)", rows, True)
+    if skipped:  # a requested run without figures must not look like a complete benchmark
+        return nothing_measured(f"run(s) {', '.join(skipped)} found no corpus files in {args.corpus_dir}",
+                                "pass --corpus-dir, or --runs without the corpus runs")
     return 0
 
 

@@ -9,7 +9,7 @@ fitted view, compared the way the audit compares them (hex case-insensitive). A 
 failed twice, fail closed) or ContextTooLarge is reported as such, not hidden.
 
 Usage: .venv/bin/python bench/fit_window.py [--corpus ../shared/corpus] [--windows 16000,32000,128000]
-Skips cleanly (exit 0) when the corpus directory is absent.
+Exits 3 with a message on stderr when the corpus directory is absent or empty (nothing measured).
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from nothing_measured import nothing_measured  # noqa: E402
 from summarizer.compact import fit_to_window  # noqa: E402
 from summarizer.compaction_errors import ContextTooLarge  # noqa: E402
 from summarizer.compaction_prompt import render_messages  # noqa: E402
@@ -69,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = sorted(args.corpus.glob("*.json")) if args.corpus.is_dir() else []
     if not files:
-        print(f"corpus not found at {args.corpus}: nothing to measure (skipped)")
-        return 0
+        return nothing_measured(f"no corpus files in {args.corpus}",
+                                "point --corpus at a folder of *.json chains (the shared one is ../shared/corpus)")
     windows = [int(w) for w in args.windows.split(",") if w.strip()]
     header = f"{'file':24} {'window':>7} {'mode':4} {'before':>7} {'after':>7} {'calls':>5} {'time s':>7} " \
              f"{'ids':>5} {'kept':>6}  steps / outcome"

@@ -7,7 +7,7 @@ excluded), summarize calls, raw bytes at the end of the transcript vs bytes of t
 of the transcript's identifiers (hosts, paths, hashes, ...) still present verbatim in the kept chain.
 With the default fake summarizer (a fixed short text) that share is what the engine itself keeps; with
 `extractive` it includes what the offline summarizer carries into its summaries.
-Skips cleanly when the shared corpus is absent.
+Exits 3 with a message on stderr when the corpus is absent or empty (nothing measured).
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from nothing_measured import nothing_measured  # noqa: E402
 from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
 from summarizer.messages import chain_bytes, content_text  # noqa: E402
 from summarizer.turns import split_turns as turns  # noqa: E402
@@ -105,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = sorted(args.corpus.glob("*.json")) if args.corpus.is_dir() else []
     if not files:
-        print(f"skipped: no corpus at {args.corpus}")
-        return 0
+        return nothing_measured(f"no corpus files in {args.corpus}",
+                                "point --corpus at a folder of *.json chains (the shared one is ../shared/corpus)")
     summarize = _summarizer(args.summarizer)
     header = f"{'file':<24} {'profile':<9} {'turns':>5} {'med ms':>7} {'p95 ms':>7} {'calls':>5} " \
              f"{'msgs raw>kept':>13} {'bytes raw':>10} {'bytes kept':>10} {'ids kept':>8}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from summarizer import (
     FORMATS,
+    MAX_INSTRUCTION_CHARS,
     ChainError,
     ContextTooLarge,
     FormatError,
@@ -54,6 +55,7 @@ __all__ = [
     "ChainError", "parse_chain",
     # summarization (PentAGI) and window fit / compaction (OpenClaw-style)
     "SummarizerConfig", "summarize_chain", "fit_to_window", "compact_now", "ContextTooLarge", "effective_reserve",
+    "MAX_INSTRUCTION_CHARS",
     # summarize callables: the offline summarizer, caching and input caps
     "make_extractive", "SummaryCache", "cap_input",
     # provider errors the engine understands

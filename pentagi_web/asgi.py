@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, WebSockets through Channels behind session auth and an Origin check."""
+"""ASGI entry point: HTTP through Django, WebSockets through Channels behind session auth and an Origin check
+(scheme + host + port, like Django's CSRF check: see flows/ws_origin.py)."""
 from __future__ import annotations
 
 import os
@@ -10,13 +11,13 @@ django_asgi_app = get_asgi_application()  # must run before importing anything t
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from flows.routing import websocket_urlpatterns  # noqa: E402
+from flows.ws_origin import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -20,6 +20,7 @@ from .chain import (
     parse_chain,
 )
 from .compact import FitResult, compact_now, fit_to_window, overflow_compactor
+from .compaction_prompt import MAX_INSTRUCTION_CHARS
 from .compaction_errors import (
     CompactionFailed,
     ContextTooLarge,
@@ -69,7 +70,7 @@ __all__ = [
     "FitPlan", "plan_fit", "effective_reserve", "is_context_overflow_error", "observed_token_count",
     "call_with_overflow_recovery", "register_compaction_provider", "get_compaction_provider",
     "unregister_compaction_provider", "prune_view", "PruneSettings", "assert_valid_view", "InvalidView",
-    "registered_compaction_providers", "window_check",
+    "registered_compaction_providers", "window_check", "MAX_INSTRUCTION_CHARS",
     # settings: one declaration per setting, one boolean parser (Go's strconv.ParseBool set)
     "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
 ]

@@ -95,9 +95,17 @@ class _SectionDraft:
     system_lineage: Lineage = ()
     human_lineage: Lineage = ()
     pairs: list[_Draft] = field(default_factory=list)
+    # Later user messages of a run (force mode), merged once in build(): merging on every message was
+    # O(n^2) in the run's length (each merge copied all parts and re-sorted all lineage so far).
+    more_humans: list[Message] = field(default_factory=list)
+    more_human_lineages: list[Lineage] = field(default_factory=list)
 
     def build(self) -> Section:
-        header = Header(self.system, self.human, self.system_lineage, self.human_lineage)
+        human, human_lineage = self.human, self.human_lineage
+        if human is not None and self.more_humans:
+            human = merge_humans(human, [part for msg in self.more_humans for part in human_parts(msg)])
+            human_lineage = merge_lineage(human_lineage, *self.more_human_lineages)
+        header = Header(self.system, human, self.system_lineage, human_lineage)
         return Section(header, [p.build() for p in self.pairs])
 
 
@@ -153,8 +161,8 @@ class _Parser:
         elif cur.human is not None and not cur.pairs:
             if not self.force:
                 raise ChainError("two user messages in a row", index)
-            cur.human = merge_humans(cur.human, human_parts(msg))
-            cur.human_lineage = merge_lineage(cur.human_lineage, lin)
+            cur.more_humans.append(msg)
+            cur.more_human_lineages.append(lin)
         elif cur.human is not None:
             self.sections.append(_SectionDraft(human=msg, human_lineage=lin))
             _check_pending(self.pair, self.force, index)

@@ -128,6 +128,10 @@ def _openai_call(call: Any, index: int) -> dict[str, Any]:
     return out
 
 
+_OPENAI_MAPPED_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "reasoning",
+                                 "reasoning_content"})
+
+
 def _import_openai(doc: Any) -> list[dict[str, Any]]:
     items = doc.get("messages") if isinstance(doc, dict) else doc
     if not isinstance(items, list):
@@ -141,9 +145,13 @@ def _import_openai(doc: Any) -> list[dict[str, Any]]:
             reasoning = {"content": msg["reasoning_content"], "signature": None}
         calls = msg.get("tool_calls") or []
         _require(isinstance(calls, list), "'tool_calls' must be a list", index=i)
-        out.append(_canonical(
+        _require(isinstance(msg.get("name"), (str, type(None))), "'name' must be a string", index=i)
+        canonical = _canonical(
             msg["role"], msg.get("content"), tool_calls=[_openai_call(c, i) for c in calls],
-            tool_call_id=str(msg.get("tool_call_id") or ""), name=str(msg.get("name") or ""), reasoning=reasoning))
+            tool_call_id=str(msg.get("tool_call_id") or ""), name=msg.get("name") or "", reasoning=reasoning)
+        # Keys we do not model (refusal, annotations, audio, a vendor's own) travel verbatim (messages.py).
+        canonical.update({k: v for k, v in msg.items() if k not in _OPENAI_MAPPED_KEYS})
+        out.append(canonical)
     return _drop_redundant_names(out)
 
 

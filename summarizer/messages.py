@@ -108,10 +108,10 @@ def validate_message(index: int, msg: Any) -> None:
     if role == "tool":
         if not isinstance(msg.get("tool_call_id"), str) or not msg["tool_call_id"]:
             raise MessageError(index, "tool_call_id", "a tool message needs a non-empty tool_call_id")
-        if msg.get("name") is not None and not isinstance(msg["name"], str):
-            raise MessageError(index, "name", "name must be a string")
     elif "tool_call_id" in msg:
         raise MessageError(index, "tool_call_id", "only tool messages carry tool_call_id")
+    if msg.get("name") is not None and not isinstance(msg["name"], str):  # any role: 5 or ["a"] is no name
+        raise MessageError(index, "name", "name must be a string")
     if "reasoning" in msg:
         if role != "assistant":
             raise MessageError(index, "reasoning", "only assistant messages carry reasoning")

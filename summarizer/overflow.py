@@ -1,9 +1,9 @@
 """Recognising context-overflow errors and recovering from them (compaction.md §4, acceptance facts 10-17).
 
-Providers word "your prompt does not fit" in many ways; the signature list below is the union seen in
-OpenAI, Anthropic, Google, Mistral, Groq, llama.cpp, LM Studio, Ollama and Chinese-language gateways. Rate
-limits, tokens-per-minute limits, quota and billing errors share words with them ("request too large",
-"tokens") but compacting cannot fix them, so they are excluded first.
+Providers word "your prompt does not fit" in many ways: overflow_patterns.py holds the codes, each real
+provider's sentence (with the observed count) and a structural rule for unseen wordings. Rate limits,
+tokens-per-minute limits, quota, billing and auth errors share words with them ("request too large",
+"tokens", "exceeded") but compacting cannot fix them, so they are excluded first.
 
 Recovery is a bounded loop: on an overflow error compact (forced) and retry, at most `max_compactions` times;
 a compaction that did not shrink the view stops the loop; an error coming from the summarizer itself is never
@@ -21,6 +21,13 @@ from summarizer.compaction_errors import (
     RetryableProviderError,
     SummarizeAborted,
 )
+from summarizer.overflow_patterns import (
+    COUNT_PATTERNS,
+    NOT_OVERFLOW_SIGNATURES,
+    OVERFLOW_CODES,
+    PROVIDER_PATTERNS,
+    matches_structure,
+)
 
 __all__ = ["is_context_overflow_error", "observed_token_count", "is_compaction_failure", "is_timeout_error",
            "is_retryable_provider_error", "call_with_overflow_recovery", "RetryableProviderError",
@@ -31,35 +38,19 @@ MAX_COMPACTIONS_PER_CALL = 3
 TIMEOUT_COMPACTION_USAGE_RATIO = 0.65  # a timeout with the prompt this full is probably the prompt's size
 MAX_TIMEOUT_COMPACTIONS = 2
 
+# Plain phrases that mean overflow on their own (checked besides overflow_patterns' codes, sentences, structure).
 OVERFLOW_SIGNATURES: tuple[str, ...] = (
     "request_too_large", "context length exceeded", "context_length_exceeded", "maximum context length",
-    "prompt is too long", "prompt too long", "input exceeds the maximum number of tokens",
+    "prompt is too long", "input exceeds the maximum number of tokens",
     "input token count exceeds the maximum number of input tokens", "input is too long for the model",
     "input is too long for requested model", "exceeds the context window", "exceeds model context window",
     "model token limit", "context window exceeds limit", "exceeds the available context size",
     "greater than the context length", "ollama error: context length exceeded", "reduce the length of the messages",
-    "上下文过长", "上下文超出", "超出最大上下文",
+    "prompt too long", "上下文过长", "上下文超出", "超出最大上下文",
 )
-_OVERFLOW_PATTERNS = (
-    re.compile(r"too large for model with \d+ maximum context length"),  # Mistral
-)
-NOT_OVERFLOW_SIGNATURES: tuple[str, ...] = (
-    "rate limit", "rate_limit", "ratelimit", "too many requests", "tokens per min", "quota", "billing",
-    "insufficient_quota", "credit balance",
-)
-_TPM = re.compile(r"\btpm\b")
+_TPM = re.compile(r"\btpm\b|\brpm\b")
 _HTTP_413 = re.compile(r"\b413\b")
 _COMPACTION_FAILURE = re.compile(r"\b(summari[sz]ation|compaction) failed\b")
-
-_NUMBER = r"(\d[\d,]*)"
-_TOKEN_COUNT_PATTERNS = (
-    re.compile(r"prompt is too long:\s*" + _NUMBER + r"\s*tokens"),
-    re.compile(_NUMBER + r"\s*tokens\s*>\s*\d[\d,]*\s*maximum"),
-    re.compile(r"resulted in\s+" + _NUMBER + r"\s+tokens"),
-    re.compile(r"requested\s+" + _NUMBER + r"\s+tokens"),
-    re.compile(r"request \(" + _NUMBER + r" tokens\) exceeds"),  # llama.cpp server
-    re.compile(r"input length and `?max_tokens`? exceed context limit:\s*" + _NUMBER),  # Anthropic
-)
 _RETRYABLE_STATUS_MIN = 500
 _RETRYABLE_WORDS = ("overloaded", "timed out", "timeout", "server error", "service unavailable", "bad gateway",
                     "temporarily unavailable")
@@ -69,23 +60,40 @@ def _lower(text: Any) -> str:
     return str(text or "").lower()
 
 
+def _error_text(error: Any) -> str:
+    """The message plus the code/type/body an SDK exception carries beside it (they often hold the only code)."""
+    parts = [str(error or "")]
+    for attr in ("code", "type", "body"):
+        value = getattr(error, attr, None) if not isinstance(error, str) else None
+        if value:
+            parts.append(str(value))
+    return " ".join(parts).lower()
+
+
+def _is_other_failure(low: str) -> bool:
+    """Rate limits, quotas, billing and auth: they share words with overflow but compacting cannot fix them."""
+    return any(sig in low for sig in NOT_OVERFLOW_SIGNATURES) or bool(_TPM.search(low))
+
+
 def is_context_overflow_error(text: Any) -> bool:
-    """True when a provider error message says the prompt does not fit the model's context window."""
-    low = _lower(text)
-    if not low or any(sig in low for sig in NOT_OVERFLOW_SIGNATURES) or _TPM.search(low):
+    """True when a provider error (a message or an SDK exception) says the prompt does not fit the window."""
+    low = _error_text(text)
+    if not low.strip() or _is_other_failure(low):
         return False
-    if any(sig in low for sig in OVERFLOW_SIGNATURES) or any(p.search(low) for p in _OVERFLOW_PATTERNS):
+    if any(code in low for code in OVERFLOW_CODES) or any(p.search(low) for p in PROVIDER_PATTERNS):
+        return True
+    if any(sig in low for sig in OVERFLOW_SIGNATURES) or matches_structure(low):
         return True
     return bool(_HTTP_413.search(low)) and "too large" in low
 
 
 def observed_token_count(text: Any) -> int | None:
     """The prompt size the provider reports in an overflow message, or None when it carries no count."""
-    low = _lower(text)
-    for pattern in _TOKEN_COUNT_PATTERNS:
+    low = _error_text(text)
+    for pattern in (*PROVIDER_PATTERNS, *COUNT_PATTERNS):
         match = pattern.search(low)
-        if match:
-            return int(match.group(1).replace(",", ""))
+        if match and "n" in pattern.groupindex and match.group("n"):
+            return int(match.group("n").replace(",", ""))
     return None
 
 

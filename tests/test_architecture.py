@@ -21,13 +21,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engine", ("summarizer",)),
     ("engine adapter", ("flows.engine",)),
     ("foundation", ("flows.models", "flows.migrations", "flows.params", "flows.events", "flows.signals",
-                    "flows.demo_tools", "flows.settings_spec")),
+                    "flows.demo_tools", "flows.settings_spec", "flows.text_input")),
     ("domain", ("flows.settings_registry", "flows.settings_env", "flows.plugins", "flows.providers", "flows.selectors", "flows.selectors_pages",
                 "flows.llm")),
     ("services", ("flows.services",)),
     ("entry points", ("flows.tasks", "flows.api", "flows.views", "flows.forms", "flows.admin", "flows.consumers",
                       "flows.routing", "flows.urls", "flows.demo", "flows.management", "flows.embedded_worker",
-                      "flows.templatetags", "flows.gateway", "flows.apps", "flows")),
+                      "flows.templatetags", "flows.gateway", "flows.ws_origin", "flows.apps", "flows")),
 ]
 
 # Inside flows/services the pipeline runs one way: a module imports only modules of a lower rank.

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent
 from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -20,10 +21,11 @@ from django.views.decorators.csrf import csrf_exempt
 from flows.engine import FormatError
 from flows.services import AppendError
 from flows.settings_registry import SettingsError
+from flows.text_input import lone_surrogate_path
 
 from .auth import authenticate, csrf_failure
 
-__all__ = ["ApiError", "error_response", "api_endpoint", "read_json", "not_found"]
+__all__ = ["ApiError", "error_response", "api_endpoint", "api_endpoint_async", "read_json", "not_found"]
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ def not_found(what: str = "object") -> ApiError:
 
 
 def read_json(request: HttpRequest) -> Any:
-    """The JSON body; 415 for another content type, 400 for malformed JSON, 413 when too big."""
+    """The JSON body; 415 for another content type, 400 for malformed JSON or lone surrogates, 413 when too big."""
     ctype = request.content_type or ""
     if ctype != "application/json":
         raise ApiError(415, "unsupported_media_type", f"send application/json, got {ctype or 'nothing'}")
@@ -52,11 +54,16 @@ def read_json(request: HttpRequest) -> Any:
     except RequestDataTooBig:
         raise ApiError(413, "payload_too_large", "the request body is too large") from None
     try:
-        return json.loads(raw.decode("utf-8") if raw else "")
+        body = json.loads(raw.decode("utf-8") if raw else "")
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
     except RecursionError:  # json.loads recurses per nesting level; a hostile body can exhaust the stack
         raise ApiError(400, "malformed_json", "the body is nested too deeply") from None
+    where = lone_surrogate_path(body)
+    if where is not None:  # "\ud800" is valid JSON but no UTF-8 text: every later encode would be a 500
+        raise ApiError(400, "invalid_text", f"{where} holds a lone UTF-16 surrogate, which is not valid Unicode",
+                       field=where)
+    return body
 
 
 def _known_error(exc: Exception) -> JsonResponse | None:
@@ -83,31 +90,63 @@ def _known_error(exc: Exception) -> JsonResponse | None:
     return None
 
 
+def _not_allowed(request: HttpRequest, methods: dict[str, Any]) -> JsonResponse:
+    resp = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+    resp["Allow"] = ", ".join(methods)
+    return resp
+
+
+def _refusal(request: HttpRequest) -> JsonResponse | None:
+    """Authenticate (and CSRF-check session writes); a JSON 401/403 when refused, else None with request.user set."""
+    user, by_session = authenticate(request)
+    if user is None:
+        return error_response(401, "unauthorized", "send 'Authorization: Bearer <token>' or log in")
+    if by_session and request.method not in ("GET", "HEAD", "OPTIONS"):
+        failure = csrf_failure(request)
+        if failure is not None:
+            return error_response(403, "csrf_failed", failure)
+    request.user = user
+    return None
+
+
+def _translated(request: HttpRequest, exc: Exception) -> JsonResponse:
+    known = _known_error(exc)
+    if known is not None:
+        return known
+    log.exception("API %s %s failed", request.method, request.path)
+    return error_response(500, "internal_error", "unexpected server error")
+
+
 def api_endpoint(methods: dict[str, Callable[..., HttpResponse]]) -> Callable[..., HttpResponse]:
     """One URL, one handler per HTTP method; auth, CSRF and error translation in one place."""
 
-    @csrf_exempt  # session requests get the CSRF check below; token requests are exempt by design
+    @csrf_exempt  # session requests get the CSRF check in _refusal; token requests are exempt by design
     def view(request: HttpRequest, **kwargs: Any) -> HttpResponse:
         handler = methods.get(request.method or "")
         if handler is None:
-            resp = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
-            resp["Allow"] = ", ".join(methods)
-            return resp
+            return _not_allowed(request, methods)
         try:
-            user, by_session = authenticate(request)
-            if user is None:
-                return error_response(401, "unauthorized", "send 'Authorization: Bearer <token>' or log in")
-            if by_session and request.method not in ("GET", "HEAD", "OPTIONS"):
-                failure = csrf_failure(request)
-                if failure is not None:
-                    return error_response(403, "csrf_failed", failure)
-            request.user = user
-            return handler(request, **kwargs)
+            return _refusal(request) or handler(request, **kwargs)
         except Exception as exc:  # noqa: BLE001 - the API answers JSON whatever happens
-            known = _known_error(exc)
-            if known is not None:
-                return known
-            log.exception("API %s %s failed", request.method, request.path)
-            return error_response(500, "internal_error", "unexpected server error")
+            return _translated(request, exc)
+
+    return view
+
+
+def api_endpoint_async(methods: dict[str, Callable[..., Awaitable[HttpResponse]]]) -> Callable[..., Any]:
+    """api_endpoint for coroutine handlers. Under ASGI Django cancels an async view when the client disconnects,
+    so a handler that does its work in several sync_to_async steps stops at the next step instead of finishing
+    work nobody will read (a thread step itself cannot be interrupted, so keep each one bounded)."""
+
+    @csrf_exempt
+    async def view(request: HttpRequest, **kwargs: Any) -> HttpResponse:
+        handler = methods.get(request.method or "")
+        if handler is None:
+            return _not_allowed(request, methods)
+        try:
+            refused = await sync_to_async(_refusal)(request)
+            return refused or await handler(request, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the API answers JSON whatever happens (CancelledError is not one)
+            return _translated(request, exc)
 
     return view

@@ -4,11 +4,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 
 from flows.engine import FORMATS
 from flows.models import AGENT_TYPES
+from flows.text_input import MAX_INSTRUCTIONS_CHARS
 
 from .errors import error_response
+
+from .views_chains import DEFAULT_PAGE_MESSAGES, MAX_PAGE_MESSAGES, MAX_SEQ
 
 __all__ = ["SCHEMA", "schema_view"]
 
@@ -77,9 +81,13 @@ SCHEMAS: dict[str, Any] = {
         "pairs": {"type": "array", "items": {"type": "object", "properties": {
             "kind": {"enum": ["completion", "request_response", "summarization"]}, "size": {"type": "integer"},
             "summary": {"type": "boolean"}}}}}},
-    "Chain": {"type": "object", "required": ["id", "raw", "view", "sections", "stats"], "properties": {
-        "id": {"type": "integer"}, "raw": {"type": "array", "items": _ref("StoredMessage")},
-        "view": {"type": "array", "items": _ref("Message")}, "sections": {"type": "array", "items": _ref("Section")},
+    "Chain": {"type": "object", "required": ["id", "raw", "has_more", "next_after_seq", "stats"], "properties": {
+        "id": {"type": "integer"}, "raw": {"type": "array", "items": _ref("StoredMessage"),
+                                           "description": "one page of raw messages, in seq order"},
+        "has_more": {"type": "boolean"},
+        "next_after_seq": {"type": ["integer", "null"], "description": "pass as after_seq for the next page"},
+        "view": {"type": "array", "items": _ref("Message"), "description": "first page only (no after_seq)"},
+        "sections": {"type": "array", "items": _ref("Section"), "description": "first page only"},
         "stats": OBJ}},
     "AppendRequest": {"type": "object", "required": ["messages"], "properties": {
         "messages": {"type": "array", "items": _ref("Message"), "minItems": 1, "maxItems": 1000}}},
@@ -98,6 +106,9 @@ SCHEMAS: dict[str, Any] = {
         "messages": {"type": "integer"}}},
 }
 FLOW, CHAIN = [_path_id("flow_id")], [_path_id("chain_id")]
+PAGE = [_query("after_seq", {"type": "integer", "minimum": 0, "maximum": MAX_SEQ}, "raw messages after this seq"),
+        _query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_MESSAGES,
+                         "default": DEFAULT_PAGE_MESSAGES}, "raw messages per page")]
 PROFILE = [{"name": "profile", "in": "path", "required": True, "schema": {"enum": ["agent", "assistant"]}},
            _query("flow", {"type": "integer"}, "a flow's own settings instead of the defaults")]
 PATHS: dict[str, Any] = {
@@ -118,16 +129,15 @@ PATHS: dict[str, Any] = {
             "application/json": {"schema": {"type": "array"}}, "application/x-ndjson": {"schema": {"type": "string"}}}},
         errors=(400, 401, 404), params=FLOW + [_query("format", {"enum": list(FORMATS)}),
                                                _query("chain", {"type": "integer"})])},
-    "/api/chains/{chain_id}": {"get": _op("Raw chain, current view, its sections and stats", _json(_ref("Chain")),
-                                          params=CHAIN)},
+    "/api/chains/{chain_id}": {"get": _op(
+        "A page of the raw chain; the first page (no after_seq) also has the current view and its sections",
+        _json(_ref("Chain")), errors=(400, 401, 404), params=CHAIN + PAGE)},
     "/api/chains/{chain_id}/messages": {
         "post": _op("Append a batch of messages atomically", _json(_ref("AppendResult"), "Created"), status=201,
                     body=_ref("AppendRequest"), params=CHAIN, errors=(400, 401, 404, 409, 413, 415)),
         "get": _op("Raw messages after a seq (catch-up)", _json({"type": "object", "properties": {
             "messages": {"type": "array", "items": _ref("StoredMessage")}, "last_seq": {"type": "integer"},
-            "has_more": {"type": "boolean"}}}), errors=(400, 401, 404), params=CHAIN + [
-            _query("after_seq", {"type": "integer", "minimum": 0}), _query("limit", {"type": "integer", "minimum": 1,
-                                                                                     "maximum": 1000})]),
+            "has_more": {"type": "boolean"}}}), errors=(400, 401, 404), params=CHAIN + PAGE),
     },
     "/api/chains/{chain_id}/events": {"get": _op("Summarization and compaction events", _json({
         "type": "object", "properties": {"events": {"type": "array", "items": _ref("SummaryEvent")}}}),
@@ -135,7 +145,7 @@ PATHS: dict[str, Any] = {
     "/api/chains/{chain_id}/compact": {"post": _op(
         "Compact now (manual), with optional focus instructions", _json(_ref("SummaryEvent"), "Created"), status=201,
         params=CHAIN, errors=(400, 401, 404, 415), body={"type": "object", "properties": {
-            "instructions": {"type": "string", "maxLength": 800}}})},
+            "instructions": {"type": "string", "maxLength": MAX_INSTRUCTIONS_CHARS}}})},
     "/api/chains/{chain_id}/preview": {"post": _op(
         "The view these settings would give (nothing saved)", _json(OBJ), params=CHAIN, errors=(400, 401, 404, 415),
         body={"type": "object", "properties": {"settings": OBJ}})},
@@ -167,7 +177,10 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+@csrf_exempt  # else Django's CSRF check answers a POST with its HTML 403 before the JSON 405 below
 def schema_view(request: HttpRequest) -> JsonResponse:
     if request.method not in ("GET", "HEAD"):
-        return error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+        resp = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+        resp["Allow"] = "GET, HEAD"
+        return resp
     return JsonResponse(SCHEMA)

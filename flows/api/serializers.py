@@ -5,10 +5,12 @@ from typing import Any
 
 from flows.engine import content_text, message_size, parse_chain
 from flows.models import Agent, Chain, Flow, Message, SummarizerSettings, SummaryEvent
-from flows.selectors import chain_raw_messages, chain_view_latest
+from flows.selectors import chain_messages, chain_raw_messages, chain_view_latest
+from flows.selectors_pages import chain_totals
 from flows.settings_registry import SETTINGS_FIELDS, settings_values, settings_warnings
 
-__all__ = ["flow_json", "agent_json", "message_json", "chain_json", "event_json", "settings_json", "sections_json"]
+__all__ = ["flow_json", "agent_json", "message_json", "chain_json", "chain_page_json", "chain_view_json", "event_json",
+           "settings_json", "sections_json"]
 
 HUMAN_PREVIEW_CHARS = 160
 
@@ -56,25 +58,41 @@ def sections_json(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     return out, None
 
 
-def chain_json(chain: Chain) -> dict[str, Any]:
-    rows = list(chain.messages.order_by("seq"))
-    raw = [message_json(r) for r in rows]
+def chain_view_json(chain: Chain, stats: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """({view, sections}, the view's stats): the newest view, else the raw chain itself (`stats` of the page)."""
     view_row = chain_view_latest(chain=chain)
     view = view_row.messages if view_row else chain_raw_messages(chain=chain)
     sections, parse_error = sections_json(view)
-    raw_bytes = sum(r.byte_size for r in rows)
-    raw_tokens = sum(r.token_count or 0 for r in rows)
-    stats = {
-        "raw_messages": len(rows), "raw_bytes": raw_bytes, "raw_tokens": raw_tokens,
-        "view_messages": len(view), "view_bytes": view_row.byte_size if view_row else raw_bytes,
-        "view_tokens": view_row.token_count if view_row else raw_tokens,
-        "view_raw_seq_to": view_row.raw_seq_to if view_row else chain.last_seq,
-        "compactions": chain.compactions, "last_seq": chain.last_seq, "view_version": chain.view_version,
-        "parse_error": parse_error,
-    }
+    view_stats = {"view_messages": len(view), "view_bytes": view_row.byte_size if view_row else stats["raw_bytes"],
+                  "view_tokens": view_row.token_count if view_row else stats["raw_tokens"],
+                  "view_raw_seq_to": view_row.raw_seq_to if view_row else chain.last_seq,
+                  "parse_error": parse_error}
+    return {"view": view, "sections": sections}, view_stats
+
+
+def chain_page_json(chain: Chain, *, after_seq: int = 0, limit: int) -> dict[str, Any]:
+    """The chain with one page of raw messages (seq > after_seq, at most `limit`) and `next_after_seq` to
+    continue from (None on the last page); no view (chain_view_json adds it to the first page)."""
+    rows = list(chain_messages(chain=chain, after_seq=after_seq, limit=limit + 1))
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    totals = chain_totals(chain=chain)
+    stats: dict[str, Any] = {"raw_messages": totals["messages"], "raw_bytes": totals["bytes"],
+                             "raw_tokens": totals["tokens"], "compactions": chain.compactions,
+                             "last_seq": chain.last_seq, "view_version": chain.view_version}
     return {"id": chain.pk, "agent_id": chain.agent_id, "flow_id": chain.agent.flow_id, "is_active": chain.is_active,
-            "tool_call_id_template": chain.tool_call_id_template, "raw": raw, "view": view,
-            "sections": sections, "stats": stats}
+            "tool_call_id_template": chain.tool_call_id_template, "raw": [message_json(r) for r in rows],
+            "has_more": has_more, "next_after_seq": rows[-1].seq if has_more else None, "stats": stats}
+
+
+def chain_json(chain: Chain, *, after_seq: int = 0, limit: int, with_view: bool = True) -> dict[str, Any]:
+    """A page of the chain, with the view and its sections when `with_view` (the first page)."""
+    out = chain_page_json(chain, after_seq=after_seq, limit=limit)
+    if with_view:
+        view_part, view_stats = chain_view_json(chain, out["stats"])
+        out.update(view_part)
+        out["stats"].update(view_stats)
+    return out
 
 
 def event_json(event: SummaryEvent) -> dict[str, Any]:

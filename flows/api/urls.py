@@ -4,7 +4,7 @@ from django.urls import re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from . import openapi, views_chains, views_flows, views_import, views_settings
-from .errors import api_endpoint, error_response
+from .errors import api_endpoint, api_endpoint_async, error_response
 
 ID = r"(?P<{}>\d{{1,18}})"  # bounded so a huge number is a 404, not a database overflow
 
@@ -22,7 +22,7 @@ urlpatterns = [
             name="api-flow-agents"),
     re_path(rf"^flows/{ID.format('flow_id')}/export/?$", api_endpoint(views_flows.flow_export),
             name="api-flow-export"),
-    re_path(rf"^chains/{ID.format('chain_id')}/?$", api_endpoint(views_chains.chain_detail), name="api-chain"),
+    re_path(rf"^chains/{ID.format('chain_id')}/?$", api_endpoint_async(views_chains.chain_detail), name="api-chain"),
     re_path(rf"^chains/{ID.format('chain_id')}/messages/?$", api_endpoint(views_chains.chain_messages_endpoint),
             name="api-chain-messages"),
     re_path(rf"^chains/{ID.format('chain_id')}/events/?$", api_endpoint(views_chains.chain_events_endpoint),

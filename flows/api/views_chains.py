@@ -1,23 +1,25 @@
 """/api/chains/{id}: read the chain (raw, view, sections, stats), append, catch up, events, compact, preview."""
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 
 from flows.models import Chain
 from flows.selectors import chain_events, chain_get_visible, chain_messages
 from flows.services import chain_append, chain_preview, chain_request_compaction
 from flows.settings_registry import settings_for, settings_validate, settings_values
+from flows.text_input import instructions_problem
 
 from .errors import ApiError, not_found
-from .serializers import chain_json, event_json, message_json
+from .serializers import chain_page_json, chain_view_json, event_json, message_json
 from .views_flows import json_object
 
 __all__ = ["chain_detail", "chain_messages_endpoint", "chain_events_endpoint", "chain_compact_endpoint",
-           "chain_preview_endpoint", "MAX_INSTRUCTIONS_CHARS"]
+           "chain_preview_endpoint"]
 
-MAX_INSTRUCTIONS_CHARS = 800
 DEFAULT_PAGE_MESSAGES = 500
 MAX_PAGE_MESSAGES = 1000
+MAX_SEQ = 2**31 - 1  # Message.seq is a 32-bit integer column
 
 
 def get_chain(request: HttpRequest, chain_id: str) -> Chain:
@@ -40,8 +42,17 @@ def _int_param(request: HttpRequest, name: str, default: int, *, lo: int, hi: in
     return value
 
 
-def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
-    return JsonResponse(chain_json(get_chain(request, chain_id)))
+async def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
+    """Bounded steps, each awaited: when the client goes away Django cancels this view between them."""
+    after = _int_param(request, "after_seq", 0, lo=0, hi=MAX_SEQ)
+    limit = _int_param(request, "limit", DEFAULT_PAGE_MESSAGES, lo=1, hi=MAX_PAGE_MESSAGES)
+    chain = await sync_to_async(get_chain)(request, chain_id)
+    out = await sync_to_async(chain_page_json)(chain, after_seq=after, limit=limit)
+    if "after_seq" not in request.GET:  # later pages carry raw messages and stats only: the view comes once
+        view_part, view_stats = await sync_to_async(chain_view_json)(chain, out["stats"])
+        out.update(view_part)
+        out["stats"].update(view_stats)
+    return JsonResponse(out)
 
 
 def _append(request: HttpRequest, chain_id: str) -> JsonResponse:
@@ -56,7 +67,7 @@ def _append(request: HttpRequest, chain_id: str) -> JsonResponse:
 
 def _catch_up(request: HttpRequest, chain_id: str) -> JsonResponse:
     chain = get_chain(request, chain_id)
-    after = _int_param(request, "after_seq", 0, lo=0, hi=2**31 - 1)
+    after = _int_param(request, "after_seq", 0, lo=0, hi=MAX_SEQ)
     limit = _int_param(request, "limit", DEFAULT_PAGE_MESSAGES, lo=1, hi=MAX_PAGE_MESSAGES)
     rows = list(chain_messages(chain=chain, after_seq=after, limit=limit + 1))
     return JsonResponse({"chain_id": chain.pk, "last_seq": chain.last_seq, "has_more": len(rows) > limit,
@@ -71,12 +82,10 @@ def _events(request: HttpRequest, chain_id: str) -> JsonResponse:
 def _compact(request: HttpRequest, chain_id: str) -> JsonResponse:
     chain = get_chain(request, chain_id)
     body = json_object(request) if request.body else {}
-    instructions = body.get("instructions") or ""
-    if not isinstance(instructions, str):
-        raise ApiError(400, "invalid_field", "'instructions' must be a string", field="instructions")
-    if len(instructions) > MAX_INSTRUCTIONS_CHARS:
-        raise ApiError(400, "invalid_field", f"'instructions' is longer than {MAX_INSTRUCTIONS_CHARS} characters",
-                       field="instructions")
+    instructions = body.get("instructions", "")
+    problem = instructions_problem(instructions)  # `{}`, null or a number are refused, not read as "no focus"
+    if problem is not None:
+        raise ApiError(400, "invalid_field", f"'instructions' {problem}", field="instructions")
     # The request only records the RUNNING event and queues the work: summarization never runs on the request.
     event = chain_request_compaction(chain=chain, instructions=instructions.strip(), user=request.user)
     return JsonResponse(event_json(event), status=201)

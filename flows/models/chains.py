@@ -16,6 +16,8 @@ AGENT_TYPES = [
     "generator", "refiner", "reporter", "adviser", "reflector", "assistant",
 ]
 ROLES = ["system", "user", "assistant", "tool"]
+# The message keys that have their own column; any other key of a message is kept in Message.extra.
+MESSAGE_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning")
 
 
 class AppendOnlyError(RuntimeError):
@@ -102,6 +104,8 @@ class Message(models.Model):
     tool_call_id = models.CharField(max_length=200, blank=True, default="")
     name = models.CharField(max_length=200, blank=True, default="")
     reasoning = models.JSONField(null=True, blank=True, **SAFE_JSON)
+    extra = models.JSONField(default=dict, blank=True, help_text="other keys of the message (e.g. OpenAI's refusal, "
+                             "annotations, audio), kept verbatim for the round trip", **SAFE_JSON)
     byte_size = models.IntegerField(default=0, help_text="PentAGI size of the message (UTF-8 bytes)")
     token_count = models.IntegerField(null=True, blank=True, help_text="cached token estimate")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -129,6 +133,8 @@ class Message(models.Model):
             out["name"] = self.name
         if self.reasoning is not None:
             out["reasoning"] = self.reasoning
+        for key, value in (self.extra or {}).items():
+            out.setdefault(key, value)  # never lets a stored extra shadow a column
         return out
 
 

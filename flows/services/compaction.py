@@ -39,6 +39,7 @@ from flows.services.runs import (
 )
 from flows.services.summarizers import SummarizeFn
 from flows.settings_registry import settings_for, settings_values
+from flows.text_input import MAX_INSTRUCTIONS_CHARS  # compaction.md §5; one cap for API, page and prompt
 
 __all__ = [
     "DUPLICATE_MIN_CHARS", "DUPLICATE_WINDOW_SECONDS", "MAX_INSTRUCTIONS_CHARS", "chain_compact",
@@ -47,7 +48,6 @@ __all__ = [
 
 DUPLICATE_MIN_CHARS = 24  # shorter user messages ("next", "yes") repeat legitimately
 DUPLICATE_WINDOW_SECONDS = 60
-MAX_INSTRUCTIONS_CHARS = 800  # compaction.md §5
 _SPACES_RE = re.compile(r"\s+")
 
 Msg = dict[str, Any]

@@ -26,8 +26,9 @@ from flows.engine import (
 )
 from flows.events import broadcast
 from flows.models import Agent, ApiToken, Chain, Flow, FlowStatus, Message, Profile
-from flows.models.chains import AGENT_TYPES
+from flows.models.chains import AGENT_TYPES, MESSAGE_COLUMNS
 from flows.services.queue import SUMMARIZE_CHAIN, enqueue
+from flows.text_input import lone_surrogate_path, plain_text_problem
 
 __all__ = [
     "MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "flow_create",
@@ -179,14 +180,27 @@ def _validate_batch(messages: Any, max_messages: int = MAX_BATCH_MESSAGES) -> li
         raise AppendError("invalid_message", exc.reason, index=exc.index if exc.index >= 0 else None,
                           field=exc.field) from None
     for i, msg in enumerate(messages):
-        for key in ("tool_call_id", "name"):
-            if len(msg.get(key) or "") > MAX_ID_CHARS:
-                raise AppendError("invalid_message", f"longer than {MAX_ID_CHARS} characters", index=i, field=key)
+        _check_text(i, msg)
         size = len(json.dumps(msg, ensure_ascii=False).encode("utf-8"))
         if size > MAX_MESSAGE_BYTES:
             raise AppendError("message_too_large", f"{size} bytes, at most {MAX_MESSAGE_BYTES}", index=i,
                               status=413)
     return messages
+
+
+def _check_text(index: int, msg: dict[str, Any]) -> None:
+    """What the database cannot hold: lone surrogates anywhere, NUL or overlong text in the plain columns."""
+    where = lone_surrogate_path(msg)
+    if where is not None:
+        raise AppendError("invalid_text", "holds a lone UTF-16 surrogate, which is not valid Unicode", index=index,
+                          field=where)
+    for key in ("tool_call_id", "name"):
+        text = msg.get(key) or ""
+        if len(text) > MAX_ID_CHARS:
+            raise AppendError("invalid_message", f"longer than {MAX_ID_CHARS} characters", index=index, field=key)
+        problem = plain_text_problem(text)
+        if problem is not None:
+            raise AppendError("invalid_message", problem, index=index, field=key)
 
 
 def _id_template(chain: Chain, batch: list[dict[str, Any]]) -> str:
@@ -211,6 +225,7 @@ def _build_rows(chain: Chain, batch: list[dict[str, Any]], names: dict[str, str]
             chain=chain, seq=chain.last_seq + offset, role=msg["role"], content=msg.get("content"),
             tool_calls=msg.get("tool_calls") or None, tool_call_id=msg.get("tool_call_id") or "",
             name=msg.get("name") or "", reasoning=msg.get("reasoning"),
+            extra={k: v for k, v in msg.items() if k not in MESSAGE_COLUMNS},
             byte_size=message_size(msg, names), token_count=_token_count(msg, model)))
     return rows
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -33,6 +34,7 @@ from ..selectors_pages import (
     view_history,
     window_for_model,
 )
+from ..text_input import MAX_INSTRUCTIONS_CHARS, plain_text_problem
 from .chain_layout import layout_bands, raw_row
 from .charts import bytes_chart, tokens_chart
 
@@ -42,10 +44,18 @@ FILTER_TEXT_MAX_CHARS = 200
 PAGE_LINKS_AROUND = 3
 
 
+def _filter_text(request: HttpRequest, name: str) -> str:
+    value = request.GET.get(name, "").strip()[:FILTER_TEXT_MAX_CHARS]
+    problem = plain_text_problem(value)
+    if problem is not None:  # PostgreSQL refuses NUL in a query: a 500 there, a silent match on SQLite
+        raise BadRequest(f"The '{name}' filter {problem}.")
+    return value
+
+
 def parse_filters(request: HttpRequest) -> RawFilters:
     role = request.GET.get("role", "")
-    return RawFilters(role=role if role in ROLES else "", tool=request.GET.get("tool", "")[:FILTER_TEXT_MAX_CHARS],
-                      q=request.GET.get("q", "").strip()[:FILTER_TEXT_MAX_CHARS])
+    return RawFilters(role=role if role in ROLES else "", tool=_filter_text(request, "tool"),
+                      q=_filter_text(request, "q"))
 
 
 def _int_param(request: HttpRequest, name: str) -> int | None:
@@ -114,7 +124,7 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
         "selected_seqs": set(selected.raw_seqs) if selected else set(),
         "view_saved": totals["bytes"] - (view.byte_size if view else totals["bytes"]),
         "page_size": PAGE_SIZE_MESSAGES, "nav": "flows", "query": _query_without(request, "page"),
-        "panel_url": reverse("chain-view-panel", args=[chain.pk]),
+        "panel_url": reverse("chain-view-panel", args=[chain.pk]), "max_instructions_chars": MAX_INSTRUCTIONS_CHARS,
     }
 
 

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ..selectors_pages import chain_for_page
 from ..services import chain_request_compaction
+from ..text_input import MAX_INSTRUCTIONS_CHARS, plain_text_problem
 
-__all__ = ["MAX_INSTRUCTIONS_CHARS", "chain_compact_page"]
-
-MAX_INSTRUCTIONS_CHARS = 2000
+__all__ = ["chain_compact_page"]
 
 
 @login_required
@@ -20,6 +20,9 @@ MAX_INSTRUCTIONS_CHARS = 2000
 def chain_compact_page(request: HttpRequest, chain_id: int) -> HttpResponse:
     chain = chain_for_page(chain_id=chain_id, user=request.user)
     instructions = request.POST.get("instructions", "").strip()
+    problem = plain_text_problem(instructions)
+    if problem is not None:  # no textarea sends NUL; refused alike on SQLite and PostgreSQL
+        raise BadRequest(f"Focus instructions {problem}.")
     if len(instructions) > MAX_INSTRUCTIONS_CHARS:
         messages.error(request, f"Focus instructions are limited to {MAX_INSTRUCTIONS_CHARS} characters; nothing queued.")
         return redirect("chain-detail", chain_id=chain.pk)

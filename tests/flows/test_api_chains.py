@@ -201,3 +201,39 @@ def test_a_message_event_payload_stays_bounded_for_huge_batches(make_chain):
     sent = _event_messages(list(chain.messages.order_by("seq")))
     assert [m["seq"] for m in sent] == [1]
     assert len(json.dumps(sent)) <= EVENT_MESSAGES_MAX_BYTES
+
+
+def test_the_chain_read_pages_raw_messages_with_a_cursor(api_client, make_chain, tool_round):
+    chain = make_chain(messages=tool_round)
+    first = api_client.get(f"/api/chains/{chain.pk}?limit=2").json()
+    assert [m["seq"] for m in first["raw"]] == [1, 2]
+    assert (first["has_more"], first["next_after_seq"]) == (True, 2)
+    assert first["view"] == tool_round and first["stats"]["raw_messages"] == 5
+    second = api_client.get(f"/api/chains/{chain.pk}?after_seq={first['next_after_seq']}&limit=2").json()
+    assert [m["seq"] for m in second["raw"]] == [3, 4] and "view" not in second
+    last = api_client.get(f"/api/chains/{chain.pk}?after_seq=4&limit=2").json()
+    assert [m["seq"] for m in last["raw"]] == [5] and (last["has_more"], last["next_after_seq"]) == (False, None)
+    for bad in ("limit=0", "limit=1001", "after_seq=-1", "after_seq=x", "limit=2.5"):
+        assert api_client.get(f"/api/chains/{chain.pk}?{bad}").status_code == 400, bad
+
+
+def _bulk_user_messages(chain, count: int) -> None:
+    """A long run of consecutive user messages (the shape that made the read quadratic), written fast."""
+    Message.objects.bulk_create([Message(chain=chain, seq=seq, role="user", content=f"note {seq}", byte_size=9,
+                                         token_count=3) for seq in range(1, count + 1)], batch_size=5000)
+    type(chain).objects.filter(pk=chain.pk).update(last_seq=count)
+
+
+@pytest.mark.slow  # about a minute on SQLite, most of it writing the 100,000 rows
+def test_a_100000_message_chain_is_read_in_bounded_pages(api_client, make_chain):
+    chain = make_chain()
+    _bulk_user_messages(chain, 100_000)
+    body = api_client.get(f"/api/chains/{chain.pk}").json()
+    assert len(body["raw"]) == 500 and body["stats"]["raw_messages"] == 100_000
+    assert body["sections"][0]["header"]["human_bytes"] > 0  # the whole run parsed as one merged user message
+    seen, after = len(body["raw"]), body["next_after_seq"]
+    while after is not None:
+        page = api_client.get(f"/api/chains/{chain.pk}?after_seq={after}&limit=1000").json()
+        assert page["raw"][0]["seq"] == after + 1 and len(page["raw"]) <= 1000
+        seen, after = seen + len(page["raw"]), page["next_after_seq"]
+    assert seen == 100_000

@@ -39,9 +39,9 @@ def _session_cookie(user) -> bytes:
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
-async def _communicator(chain_id: int, cookie: bytes | None = None, origin: bytes = b"http://localhost"):
-    # The Origin validator's host list is fixed when asgi.py is imported, before pytest adds "testserver".
-    headers = [(b"origin", origin), (b"host", b"localhost")]
+async def _communicator(chain_id: int, cookie: bytes | None = None, origin: bytes = b"http://localhost",
+                        host: bytes = b"localhost"):
+    headers = [(b"origin", origin), (b"host", host)]
     if cookie:
         headers.append((b"cookie", cookie))
     return WebsocketCommunicator(application, f"/ws/chains/{chain_id}/", headers=headers)
@@ -69,6 +69,40 @@ async def test_it_refuses_a_foreign_origin():
     ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user), origin=b"http://evil.example")
     connected, _ = await ws.connect()
     assert not connected
+
+
+@pytest.mark.parametrize("origin", [b"http://localhost:9999", b"https://localhost", b"http://localhost:8000",
+                                    b"http://localhost.evil.example", b"null", b""])
+async def test_it_refuses_an_origin_whose_scheme_or_port_differs(origin):
+    """Cross-site WebSocket hijacking: another port or scheme of the same host is another site."""
+    user, chain = await sync_to_async(_make_chain)("alice")
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user), origin=origin)
+    connected, _ = await ws.connect()
+    assert not connected
+
+
+@pytest.mark.parametrize("origin,host", [(b"http://localhost:8000", b"localhost:8000"),
+                                         (b"http://127.0.0.1:8000", b"127.0.0.1:8000"),
+                                         (b"http://LOCALHOST:80", b"localhost")])
+async def test_it_accepts_the_exact_origin_of_the_page(origin, host):
+    user, chain = await sync_to_async(_make_chain)("alice")
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user), origin=origin, host=host)
+    connected, _ = await ws.connect()
+    assert connected
+    await ws.disconnect()
+
+
+async def test_a_trusted_origin_is_accepted_and_its_other_ports_are_not(settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://dash.example.com", "https://*.lab.example"]
+    user, chain = await sync_to_async(_make_chain)("alice")
+    cookie = await sync_to_async(_session_cookie)(user)
+    for origin, expected in [(b"https://dash.example.com", True), (b"https://dash.example.com:8443", False),
+                             (b"http://dash.example.com", False), (b"https://a.lab.example", True)]:
+        ws = await _communicator(chain.pk, cookie, origin=origin)
+        connected, _ = await ws.connect()
+        assert connected is expected, origin
+        if connected:
+            await ws.disconnect()
 
 
 async def test_the_owner_receives_events_broadcast_for_the_chain():
