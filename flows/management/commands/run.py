@@ -92,7 +92,6 @@ def _serve(*, host: str, port: int) -> None:
     """Run Daphne in this (main) thread until SIGINT/SIGTERM."""
     from daphne.endpoints import build_endpoint_description_strings
     from daphne.server import Server, twisted_loop
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     from flows.events import bind_event_loop
     from pentagi_web.asgi import application
@@ -100,7 +99,7 @@ def _serve(*, host: str, port: int) -> None:
     bind_event_loop(twisted_loop)  # worker-thread broadcasts must reach the in-memory layer on this loop
     try:
         Server(
-            application=ASGIStaticFilesHandler(application),
+            application=application,  # static files: WhiteNoise, in the middleware, as under plain Daphne
             endpoints=build_endpoint_description_strings(host=host, port=port),
             signal_handlers=True,
             verbosity=0,
