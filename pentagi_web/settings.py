@@ -164,6 +164,9 @@ REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 # Namespace for every Redis key we write (broker queues, unacked sets, results, channel groups), so deployments or
 # test runs can share one Redis without taking each other's tasks or events.
 REDIS_KEY_PREFIX = os.environ.get("REDIS_KEY_PREFIX", "")
+# Above channels-redis' 5 s blocking pop (BZPOPMIN): redis-py 8's default read timeout is also 5 s, and a pop
+# that waits its full time then fails every socket consumer with "Timeout reading from ...".
+CHANNELS_SOCKET_TIMEOUT_SECONDS = 30
 if REDIS_URL:
     try:
         _redis = redis_targets(REDIS_URL, os.environ.get("CHANNELS_REDIS_URL", "").strip())
@@ -171,7 +174,9 @@ if REDIS_URL:
         raise ImproperlyConfigured(str(exc)) from None
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                    "CONFIG": {"hosts": [_redis.channels], "prefix": REDIS_KEY_PREFIX + "asgi"}}
+                    "CONFIG": {"hosts": [{"address": _redis.channels,
+                                          "socket_timeout": CHANNELS_SOCKET_TIMEOUT_SECONDS}],
+                               "prefix": REDIS_KEY_PREFIX + "asgi"}}
     }
     CELERY_BROKER_URL = _redis.broker
     CELERY_RESULT_BACKEND = _redis.broker
