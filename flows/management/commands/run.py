@@ -35,6 +35,8 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         user = self._ensure_demo_user()
         worker = self._start_worker(force=embedded_worker)
+        if worker is not None:
+            self._recover_interrupted()
         if not no_demo:
             self._start_demo(user)
         url = f"http://{host}:{port}/"
@@ -67,6 +69,15 @@ class Command(BaseCommand):
         worker = start_embedded_worker()
         self.stdout.write(f"Celery worker running in-process (broker {_redacted(settings.CELERY_BROKER_URL)})")
         return worker
+
+    def _recover_interrupted(self) -> None:
+        """On the memory broker this worker is the only one: anything still running died with the previous
+        process (with Redis, only runs older than twice the visibility timeout count as abandoned)."""
+        from flows.services.recovery import abandoned_after_seconds, events_recover_interrupted
+
+        recovered = events_recover_interrupted(older_than_seconds=abandoned_after_seconds())
+        if recovered.requeued_compactions or recovered.closed_as_failed:
+            self.stdout.write(f"after the last stop: {recovered}")
 
     def _start_demo(self, user) -> None:
         from flows.demo import demo_start
