@@ -10,7 +10,6 @@ import pytest
 
 from tests.flows.pipeline_live import Stack, free_port
 
-pytestmark = pytest.mark.services
 YEAR_SECONDS = 365 * 24 * 3600
 
 

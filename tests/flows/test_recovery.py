@@ -4,6 +4,7 @@ other run is closed as failed with the reason. In process (the service) and acro
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from datetime import timedelta
 
@@ -12,7 +13,7 @@ from django.utils import timezone
 
 from flows.models import Outcome, SummaryEvent, Trigger
 from flows.services.recovery import INTERRUPTED_REASON, events_recover_interrupted
-from tests.flows.pipeline_live import PYTHON, Stack, free_port, wait_http
+from tests.flows.pipeline_live import PYTHON, REDIS_URL, Stack, free_port, redis_up, wait_http
 
 RUNNING_FOR_SECONDS = 30
 
@@ -89,5 +90,41 @@ def test_a_restart_finishes_a_manual_compaction_left_running(tmp_path, tool_roun
         assert outcomes[str(manual_id)][0] in (Outcome.OK, Outcome.SKIPPED), (outcomes, stack.log("run")[-2000:])
         assert outcomes[str(turn_id)] == [Outcome.FAILED, INTERRUPTED_REASON]
         assert "1 manual compaction(s) queued again, 1 interrupted run(s) closed as failed" in stack.log("run")
+    finally:
+        stack.close()
+
+
+ABANDONED_RUN = """
+import json
+from datetime import timedelta
+from django.utils import timezone
+from flows.models import Outcome, SummaryEvent, Trigger
+from flows.services import agent_create, flow_create
+from django.contrib.auth import get_user_model
+owner = get_user_model().objects.create_user("worker-restart")
+chain = agent_create(flow=flow_create(owner=owner, title="restart"), agent_type="pentester").chains.get()
+old = SummaryEvent.objects.create(chain=chain, trigger=Trigger.TURN, outcome=Outcome.RUNNING)
+young = SummaryEvent.objects.create(chain=chain, trigger=Trigger.TURN, outcome=Outcome.RUNNING)
+SummaryEvent.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=1))
+print("EVENTS " + json.dumps([old.pk, young.pk]))
+"""
+
+
+@pytest.mark.services
+@pytest.mark.skipif(not redis_up(), reason=f"Redis is not answering at {REDIS_URL}")
+def test_a_worker_process_closes_only_abandoned_runs_when_it_is_ready(tmp_path):
+    stack = Stack.create(tmp_path, REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=f"pgw-test-{secrets.token_hex(6)}:")
+    try:
+        stack.manage("migrate", "--noinput")
+        out = stack.manage("shell", "-c", ABANDONED_RUN)
+        old_id, young_id = json.loads(next(x for x in out.splitlines() if x.startswith("EVENTS ")).split(" ", 1)[1])
+        stack.start_worker()
+        deadline = time.monotonic() + RUNNING_FOR_SECONDS
+        while _outcomes(stack)[str(old_id)][0] == Outcome.RUNNING and time.monotonic() < deadline:
+            time.sleep(0.5)
+        outcomes = _outcomes(stack)
+        assert outcomes[str(old_id)] == [Outcome.FAILED, INTERRUPTED_REASON], stack.log("worker")[-2000:]
+        assert outcomes[str(young_id)][0] == Outcome.RUNNING  # its task may still come back by re-delivery
+        assert "0 manual compaction(s) queued again, 1 interrupted run(s) closed as failed" in stack.log("worker")
     finally:
         stack.close()
