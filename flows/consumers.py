@@ -11,11 +11,13 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from . import selectors
 from .events import group_name
+from .ws_limits import CLOSE_TOO_MANY, socket_acquire, socket_release
 
 
 class ChainConsumer(AsyncJsonWebsocketConsumer):
     chain_id: int
     group: str
+    slot_user_id: int | None = None  # set while this socket holds one of its user's slots (flows.ws_limits)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -28,11 +30,18 @@ class ChainConsumer(AsyncJsonWebsocketConsumer):
         if not allowed:
             await self.close(code=4404)
             return
+        if not socket_acquire(user.pk):
+            await self.close(code=CLOSE_TOO_MANY)
+            return
+        self.slot_user_id = user.pk
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self.send_json({"type": "hello", "chain_id": self.chain_id})
 
     async def disconnect(self, code: int) -> None:
+        if self.slot_user_id is not None:
+            socket_release(self.slot_user_id)
+            self.slot_user_id = None
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

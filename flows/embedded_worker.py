@@ -1,13 +1,17 @@
 """A real Celery worker running in a thread of the current process (the embedded default of DESIGN.md).
 
 With the `memory://` broker the producer (web requests, the demo) and this worker share one process, so
-queued tasks run here; the solo pool executes them in the worker's own thread, one at a time. We build the
+queued tasks run here, on a pool of EMBEDDED_WORKER_THREADS threads (default 4): one chain whose model
+endpoint is slow (each call is bounded by its total deadline, see flows.llm.deadline) holds one thread, and
+the other chains' summaries keep running on the others. Tasks are safe to run side by side (the view's
+version check settles two runs of one chain), as they are with several worker processes. We build the
 plain `WorkController` instead of `app.Worker` because the latter installs signal handlers, which only the
 main thread may do (the main thread belongs to Daphne).
 """
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -18,6 +22,7 @@ __all__ = ["EmbeddedWorker", "start_embedded_worker"]
 
 log = logging.getLogger(__name__)
 
+THREADS = int(os.environ.get("EMBEDDED_WORKER_THREADS", 4))
 READY_TIMEOUT_SECONDS = 15.0
 STOP_TIMEOUT_SECONDS = 10.0
 # The memory transport polls its queues; 1 s (kombu's default) would add that much latency to every event.
@@ -41,9 +46,10 @@ def _uses_memory_broker(app: Celery) -> bool:
     return str(app.conf.broker_url or "").startswith("memory://")
 
 
-def start_embedded_worker(app: Celery | None = None, *, loglevel: str = "WARNING",
-                          hostname: str = "embedded@%h") -> EmbeddedWorker:
-    """Start a solo-pool worker thread and wait until it consumes; raises RuntimeError if it does not."""
+def start_embedded_worker(app: Celery | None = None, *, loglevel: str = "WARNING", hostname: str = "embedded@%h",
+                          threads: int | None = None) -> EmbeddedWorker:
+    """Start a worker thread with a pool of `threads` (EMBEDDED_WORKER_THREADS) and wait until it consumes;
+    raises RuntimeError if it does not."""
     if app is None:
         from pentagi_web.celery import app as default_app
 
@@ -55,7 +61,7 @@ def start_embedded_worker(app: Celery | None = None, *, loglevel: str = "WARNING
     ready = threading.Event()
     # WorkController doesn't send worker_ready itself (the CLI Worker does); its ready_callback tells us.
     controller = app.WorkController(
-        hostname=hostname, pool_cls="solo", concurrency=1, loglevel=loglevel,
+        hostname=hostname, pool_cls="threads", concurrency=max(1, threads or THREADS), loglevel=loglevel,
         without_heartbeat=True, without_mingle=True, without_gossip=True,
         ready_callback=lambda consumer: ready.set(),
     )

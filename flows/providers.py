@@ -132,12 +132,17 @@ def split_model_ref(ref: str) -> tuple[ProviderConfig | None, str]:
     return None, ref
 
 
-def openai_client_for(provider: ProviderConfig, *, timeout_seconds: float | None = None) -> openai.OpenAI:
-    """An openai client for the endpoint; retries are ours (flows.llm), so the client's own are off."""
+def openai_client_for(provider: ProviderConfig, *, timeout_seconds: float | None = None,
+                      transport: Any = None) -> openai.OpenAI:
+    """An openai client for the endpoint; retries are ours (flows.llm), so the client's own are off.
+
+    `transport` (an httpx2 transport, e.g. flows.llm.deadline.DeadlineTransport) carries the requests."""
     timeout = provider.timeout_seconds if timeout_seconds is None else timeout_seconds
+    http_client = openai.DefaultHttpxClient(transport=transport) if transport is not None else None
     # Local servers (llama.cpp, vLLM, Ollama) accept any key, but the client refuses an empty one.
     return openai.OpenAI(base_url=provider.base_url or DEFAULT_OPENAI_BASE_URL,
-                         api_key=provider.api_key or "not-needed", timeout=timeout, max_retries=0)
+                         api_key=provider.api_key or "not-needed", timeout=timeout, max_retries=0,
+                         http_client=http_client)
 
 
 def _models_payload(provider: ProviderConfig) -> Any:

@@ -10,7 +10,10 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
+from pentagi_web.redis_urls import RedisUrlError, redis_targets
+from pentagi_web.security import HSTS_SECONDS
 from summarizer.encodings import ensure_offline_encodings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -40,6 +43,13 @@ SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# HTTPS=true behind a TLS-terminating proxy that sets X-Forwarded-Proto: cookies only over HTTPS, plain HTTP
+# redirected, a one-year HSTS, and the proxy's header trusted for request.is_secure().
+HTTPS = env_bool("HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = HSTS_SECONDS if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
 
 INSTALLED_APPS = [
     "daphne",
@@ -55,6 +65,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "pentagi_web.security.ContentSecurityPolicyMiddleware",
+    # Static files straight from the ASGI app (compressed, far-future cached): plain Daphne serves them too.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -85,7 +98,10 @@ TEMPLATES = [
 
 def database_config(url: str | None) -> dict:
     """One database from DATABASE_URL; SQLite (under var/) when unset."""
-    config = dj_database_url.parse(url or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=60)
+    # No persistent connections: under ASGI every request runs in a worker thread, and a connection kept per
+    # thread (conn_max_age > 0) piles up to the thread count per process until PostgreSQL refuses clients.
+    # Closed at the end of each request, connections are bounded by the requests in flight.
+    config = dj_database_url.parse(url or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0)
     if config["ENGINE"].endswith("sqlite3"):
         # WAL lets the embedded worker write while pages read; the timeout absorbs short write contention.
         config["OPTIONS"] = {
@@ -128,28 +144,51 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "staticfiles"))
+if "STATIC_ROOT" not in os.environ:
+    STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns about a missing root before the first collectstatic
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # collectstatic writes hashed names (app.3f2a….css) plus gzip/brotli copies, which WhiteNoise serves with a
+    # one-year immutable Cache-Control; before collectstatic, plain names come from static/ (short cache).
+    "staticfiles": {"BACKEND": "pentagi_web.staticfiles.ManifestWhenCollectedStorage"},
+}
+WHITENOISE_USE_FINDERS = True  # `manage.py run` and tests work without collectstatic
+WHITENOISE_AUTOREFRESH = DEBUG
 
 # Biggest request body we accept (bytes): a batch of agent messages with large tool outputs fits; more is a 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("MAX_REQUEST_BYTES", 16 * 1024 * 1024))
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
-REDIS_URL = os.environ.get("REDIS_URL", "").rstrip("/")
-# Namespace for every Redis key we write (broker queues, unacked sets, channel groups), so deployments or test
-# runs can share one Redis without taking each other's tasks or events.
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+# Namespace for every Redis key we write (broker queues, unacked sets, results, channel groups), so deployments or
+# test runs can share one Redis without taking each other's tasks or events.
 REDIS_KEY_PREFIX = os.environ.get("REDIS_KEY_PREFIX", "")
+# Above channels-redis' 5 s blocking pop (BZPOPMIN): redis-py 8's default read timeout is also 5 s, and a pop
+# that waits its full time then fails every socket consumer with "Timeout reading from ...".
+CHANNELS_SOCKET_TIMEOUT_SECONDS = 30
 if REDIS_URL:
+    try:
+        _redis = redis_targets(REDIS_URL, os.environ.get("CHANNELS_REDIS_URL", "").strip())
+    except RedisUrlError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                    "CONFIG": {"hosts": [REDIS_URL + "/1"], "prefix": REDIS_KEY_PREFIX + "asgi"}}
+                    "CONFIG": {"hosts": [{"address": _redis.channels,
+                                          "socket_timeout": CHANNELS_SOCKET_TIMEOUT_SECONDS}],
+                               "prefix": REDIS_KEY_PREFIX + "asgi"}}
     }
-    CELERY_BROKER_URL = REDIS_URL + "/0"
-    CELERY_RESULT_BACKEND = REDIS_URL + "/0"
+    CELERY_BROKER_URL = _redis.broker
+    CELERY_RESULT_BACKEND = _redis.broker
+    # Shared by every process (login failure counts): on the broker's database, under the key prefix.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _redis.broker,
+                          "KEY_PREFIX": REDIS_KEY_PREFIX + "cache"}}
 else:
     # One process: the `run` command embeds the worker, so in-memory broker and layer are shared.
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CELERY_BROKER_URL = "memory://"
     CELERY_RESULT_BACKEND = "cache+memory://"
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = False
@@ -157,8 +196,13 @@ CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task gets its task re-delive
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", 300))}
+# Nothing reads a task's return value (tasks record events in the database), so no celery-task-meta-* keys are
+# written; should a result ever be stored, it lands under REDIS_KEY_PREFIX like every other key.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS: dict[str, str] = {}
 if REDIS_KEY_PREFIX:
     CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = REDIS_KEY_PREFIX
+    CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS["global_keyprefix"] = REDIS_KEY_PREFIX
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 

@@ -38,3 +38,15 @@ def corpus_params() -> list[Any]:
     if not files:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"shared corpus not found at {CORPUS_DIR}"))]
     return [pytest.param(p, id=p.stem) for p in files]
+
+
+@pytest.fixture(autouse=True)
+def fresh_django_cache():
+    """The cache holds login-failure counts: one test's failed logins must not lock out the next test."""
+    yield
+    from django.apps import apps
+
+    if apps.ready:
+        from django.core.cache import cache
+
+        cache.clear()

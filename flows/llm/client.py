@@ -1,9 +1,10 @@
 """One chat completion against an OpenAI-compatible endpoint, with bounded retries and strict answer checks.
 
 Retries (with exponential back-off) only for errors another attempt can fix: connection errors, timeouts,
-5xx and rate limits. A context-overflow 400, an auth error or a garbage answer fails at once. Whatever the
-endpoint returns is checked: a body that is not a chat completion, no choices, or no text is an error, never
-an empty summary.
+5xx and rate limits. A context-overflow 400, an auth error or a garbage answer fails at once. The whole call,
+retries and back-off included, ends by `timeout_seconds x max_attempts` (flows.llm.deadline): an endpoint
+that drips its answer byte by byte cannot hold a worker for hours. Whatever the endpoint returns is checked:
+a body that is not a chat completion, no choices, or no text is an error, never an empty summary.
 """
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
 from flows.models import ProviderConfig
 from flows.providers import openai_client_for
 
-from .errors import ProviderError, classify_openai_error
+from .deadline import DeadlineTransport
+from .errors import ProviderError, RetryableProviderError, classify_openai_error
 
-__all__ = ["Completion", "complete", "sanitize_text", "backoff_seconds", "wire_messages",
+__all__ = ["Completion", "complete", "sanitize_text", "backoff_seconds", "wire_messages", "total_deadline_seconds",
            "BACKOFF_BASE_SECONDS", "BACKOFF_MAX_SECONDS"]
 
 BACKOFF_BASE_SECONDS = 1.0
@@ -92,16 +95,36 @@ def _completion_from(response: Any, *, attempts: int) -> Completion:
                       completion_tokens=getattr(usage, "completion_tokens", None))
 
 
+def total_deadline_seconds(provider: ProviderConfig) -> float:
+    """The most one complete() call may take, retries and back-off included."""
+    return provider.timeout_seconds * max(1, provider.max_attempts)
+
+
+def _timed_out(exc: httpx2.TimeoutException, *, attempts: int) -> RetryableProviderError:
+    # The openai client maps timeouts while waiting for headers; a body read past the deadline surfaces raw.
+    return RetryableProviderError(f"the model endpoint timed out: {exc}", attempts=attempts)
+
+
+def _out_of_time(error: ProviderError, total: float) -> ProviderError:
+    return RetryableProviderError(f"gave up after {error.attempts} attempt(s): the call's total deadline of "
+                                 f"{total:g} s (timeout x attempts) passed; last error: {error}",
+                                 attempts=error.attempts, status=error.status)
+
+
 def complete(provider: ProviderConfig, model: str, messages: Sequence[dict[str, Any]], *,
              max_tokens: int | None = None, sleep: Callable[[float], None] = time.sleep) -> Completion:
-    """Send `messages` to `model` at `provider`, up to provider.max_attempts times on retryable errors.
+    """Send `messages` to `model` at `provider`, up to provider.max_attempts times on retryable errors, all of
+    it within total_deadline_seconds(provider).
 
-    Raises ContextOverflowError, RetryableProviderError (attempts exhausted) or ProviderError; each carries
-    `.attempts`.
+    Raises ContextOverflowError, RetryableProviderError (attempts or time exhausted) or ProviderError; each
+    carries `.attempts`.
     """
     attempts = max(1, provider.max_attempts)
     limit = max_tokens or provider.max_output_tokens
-    client = openai_client_for(provider)
+    transport = DeadlineTransport()
+    total = total_deadline_seconds(provider)
+    transport.deadline = time.monotonic() + total
+    client = openai_client_for(provider, transport=transport)
     attempt = 0
     try:
         while True:
@@ -109,11 +132,15 @@ def complete(provider: ProviderConfig, model: str, messages: Sequence[dict[str, 
             try:
                 response = client.chat.completions.create(model=model, messages=wire_messages(messages),
                                                           max_tokens=limit)
-            except (openai.OpenAIError, ValueError) as exc:
-                error = classify_openai_error(exc, attempts=attempt, secret=provider.api_key)
+            except (openai.OpenAIError, ValueError, httpx2.TimeoutException) as exc:
+                error = (_timed_out(exc, attempts=attempt) if isinstance(exc, httpx2.TimeoutException)
+                         else classify_openai_error(exc, attempts=attempt, secret=provider.api_key))
+                left = transport.remaining() or 0.0
+                if error.retryable and attempt < attempts and left <= 0:
+                    raise _out_of_time(error, total) from exc
                 if not error.retryable or attempt >= attempts:
                     raise error from exc
-                sleep(backoff_seconds(attempt))
+                sleep(min(backoff_seconds(attempt), left))
                 continue
             return _completion_from(response, attempts=attempt)
     finally:

@@ -21,7 +21,7 @@ import pytest
 
 SHUTDOWN_POLL_SECONDS = 0.02  # serve_forever's default (0.5 s) would make every test's teardown slow
 
-__all__ = ["FakeEndpoint", "Reply", "completion", "json_reply", "raw_reply", "close_connection", "sleep_then",
+__all__ = ["FakeEndpoint", "Reply", "completion", "json_reply", "raw_reply", "close_connection", "sleep_then", "drip",
            "closed_port_url", "start_fake_endpoint", "running_endpoint", "isolate_llm", "make_provider"]
 
 
@@ -32,6 +32,7 @@ class Reply:
     content_type: str = "application/json"
     close: bool = False  # drop the connection without answering
     delay_seconds: float = 0.0
+    drip_seconds: float = 0.0  # send the headers at once, then the body one byte per drip_seconds
 
 
 def json_reply(status: int, body: Any) -> Reply:
@@ -55,6 +56,12 @@ def completion(*texts: str | None, prompt_tokens: int | None = 11, completion_to
 
 def close_connection() -> Reply:
     return Reply(close=True)
+
+
+def drip(seconds_per_byte: float, reply: Reply) -> Reply:
+    """Headers now, then the body one byte at a time: every read succeeds, so only a total deadline ends it."""
+    return Reply(status=reply.status, body=reply.body, content_type=reply.content_type,
+                 drip_seconds=seconds_per_byte)
 
 
 def sleep_then(seconds: float, reply: Reply) -> Reply:
@@ -100,7 +107,13 @@ def _handler(endpoint: FakeEndpoint) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()
-            self.wfile.write(reply.body)
+            if not reply.drip_seconds:
+                self.wfile.write(reply.body)
+                return
+            for byte in reply.body:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(reply.drip_seconds)
 
         def do_GET(self) -> None:
             endpoint.model_listings += 1

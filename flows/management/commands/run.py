@@ -36,6 +36,8 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         user = self._ensure_demo_user()
         worker = self._start_worker(force=embedded_worker)
+        if worker is not None:
+            self._recover_interrupted()
         if not no_demo:
             self._start_demo(user)
         url = f"http://{host}:{port}/"
@@ -69,6 +71,15 @@ class Command(BaseCommand):
         self.stdout.write(f"Celery worker running in-process (broker {_redacted(settings.CELERY_BROKER_URL)})")
         return worker
 
+    def _recover_interrupted(self) -> None:
+        """On the memory broker this worker is the only one: anything still running died with the previous
+        process (with Redis, only runs older than twice the visibility timeout count as abandoned)."""
+        from flows.services.recovery import abandoned_after_seconds, events_recover_interrupted
+
+        recovered = events_recover_interrupted(older_than_seconds=abandoned_after_seconds())
+        if recovered.requeued_compactions or recovered.closed_as_failed:
+            self.stdout.write(f"after the last stop: {recovered}")
+
     def _start_demo(self, user) -> None:
         try:
             flow = demo_start(owner=user)
@@ -91,7 +102,6 @@ def _serve(*, host: str, port: int) -> None:
     """Run Daphne in this (main) thread until SIGINT/SIGTERM."""
     from daphne.endpoints import build_endpoint_description_strings
     from daphne.server import Server, twisted_loop
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     from flows.events import bind_event_loop
     from pentagi_web.asgi import application
@@ -99,7 +109,7 @@ def _serve(*, host: str, port: int) -> None:
     bind_event_loop(twisted_loop)  # worker-thread broadcasts must reach the in-memory layer on this loop
     try:
         Server(
-            application=ASGIStaticFilesHandler(application),
+            application=application,  # static files: WhiteNoise, in the middleware, as under plain Daphne
             endpoints=build_endpoint_description_strings(host=host, port=port),
             signal_handlers=True,
             verbosity=0,

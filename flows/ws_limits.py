@@ -1,0 +1,41 @@
+"""A cap on the live sockets one user holds open in this process (WS_MAX_PER_USER, default 20).
+
+Each socket costs a channel-layer subscription and a share of every broadcast; one account opening thousands
+(a leaked token in a loop, a runaway tab) would slow every viewer. Past the cap the consumer closes the new
+socket with code 4429; closing one frees a slot. Counted per process: N Daphne processes allow N x the cap.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+
+__all__ = ["MAX_SOCKETS_PER_USER", "CLOSE_TOO_MANY", "socket_acquire", "socket_release", "sockets_open"]
+
+MAX_SOCKETS_PER_USER = int(os.environ.get("WS_MAX_PER_USER", 20))
+CLOSE_TOO_MANY = 4429
+
+_open: Counter[int] = Counter()
+_lock = threading.Lock()
+
+
+def socket_acquire(user_id: int, limit: int | None = None) -> bool:
+    """Take a slot for `user_id`; False when the user already holds `limit` sockets."""
+    cap = MAX_SOCKETS_PER_USER if limit is None else limit
+    with _lock:
+        if _open[user_id] >= cap:
+            return False
+        _open[user_id] += 1
+        return True
+
+
+def socket_release(user_id: int) -> None:
+    with _lock:
+        _open[user_id] -= 1
+        if _open[user_id] <= 0:
+            del _open[user_id]
+
+
+def sockets_open(user_id: int) -> int:
+    with _lock:
+        return _open[user_id]
