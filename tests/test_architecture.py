@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # Inside flows/services the pipeline runs one way: a module imports only modules of a lower rank.
 SERVICE_RANKS: dict[str, int] = {
     "view_records": 0, "queue": 0, "summarizers": 0, "memory": 0, "settings": 0, "users": 0, "windows": 0,
-    "history": 1, "runs": 2, "fitting": 3, "compaction": 4, "summarization": 5, "preview": 5, "": 6,
+    "history": 1, "recovery": 1, "runs": 2, "fitting": 3, "compaction": 4, "summarization": 5, "preview": 5, "": 6,
 }
 
 

@@ -15,19 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from flows.models import Outcome, SummaryEvent, Trigger
+from flows.services.queue import COMPACT_CHAIN, SUMMARIZE_CHAIN, enqueue
 
 __all__ = ["Recovered", "events_recover_interrupted", "abandoned_after_seconds", "INTERRUPTED_REASON"]
 
 INTERRUPTED_REASON = ("interrupted: the worker stopped before this run finished (closed when a worker started "
                       "again); the chain was queued for a new summarization")
-COMPACT_TASK = "flows.compact_chain"
-SUMMARIZE_TASK = "flows.summarize_chain"
 
 Send = Callable[[str, list[int]], object]
 
@@ -51,7 +49,8 @@ def abandoned_after_seconds() -> float:
 
 
 def _send_by_name(name: str, args: list[int]) -> object:
-    return current_app.send_task(name, args=args)
+    enqueue(name, *args)
+    return None
 
 
 def events_recover_interrupted(*, older_than_seconds: float = 0.0, send: Send = _send_by_name) -> Recovered:
@@ -64,7 +63,7 @@ def events_recover_interrupted(*, older_than_seconds: float = 0.0, send: Send = 
         chains = sorted(set(others.values_list("chain_id", flat=True)))
         closed = others.update(outcome=Outcome.FAILED, reason=INTERRUPTED_REASON, finished_at=timezone.now())
     for chain_id, event_id in manual:
-        send(COMPACT_TASK, [chain_id, event_id])
+        send(COMPACT_CHAIN, [chain_id, event_id])
     for chain_id in chains:
-        send(SUMMARIZE_TASK, [chain_id])
+        send(SUMMARIZE_CHAIN, [chain_id])
     return Recovered(requeued_compactions=len(manual), closed_as_failed=closed)

@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.flows.pipeline_live import POSTGRES_ADMIN_URL, TOOL_ROUND, Stack, api, free_port, postgres_up
+from tests.fakes import free_port
+from tests.flows.pipeline_live import POSTGRES_ADMIN_URL, TOOL_ROUND, Stack, api, postgres_up
 
 pytestmark = [pytest.mark.services,
               pytest.mark.skipif(not postgres_up(), reason="PostgreSQL is not answering on 127.0.0.1:5432")]

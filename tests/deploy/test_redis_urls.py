@@ -10,13 +10,13 @@ import sys
 import pytest
 
 from pentagi_web.redis_urls import RedisUrlError, redis_targets
+from tests.fakes import free_port
 from tests.flows.pipeline_live import (
     REDIS_URL,
     ROOT,
     Stack,
     append_and_watch,
     assert_summarized_live,
-    free_port,
     redis_up,
 )
 

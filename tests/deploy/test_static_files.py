@@ -8,7 +8,8 @@ import urllib.request
 
 import pytest
 
-from tests.flows.pipeline_live import Stack, free_port
+from tests.fakes import free_port
+from tests.flows.pipeline_live import Stack
 
 YEAR_SECONDS = 365 * 24 * 3600
 

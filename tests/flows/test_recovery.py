@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from flows.models import Outcome, SummaryEvent, Trigger
 from flows.services.recovery import INTERRUPTED_REASON, events_recover_interrupted
-from tests.flows.pipeline_live import PYTHON, REDIS_URL, Stack, free_port, redis_up, wait_http
+from tests.fakes import free_port
+from tests.flows.pipeline_live import PYTHON, REDIS_URL, Stack, redis_up, wait_http
 
 RUNNING_FOR_SECONDS = 30
 

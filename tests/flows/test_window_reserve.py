@@ -9,7 +9,7 @@ from django.test import Client
 from flows.models import ChainView, ModelWindow
 from flows.selectors_pages import window_for_model
 from flows.services import settings_save
-from flows.services.views import window_for
+from flows.services.runs import window_for
 from flows.settings_registry import settings_for
 from summarizer import effective_reserve
 
