@@ -34,8 +34,16 @@ from dataclasses import dataclass, field
 from typing import Any, Generator, Sequence
 
 from .chain import human_parts
-from .chain_nodes import (REQUEST_RESPONSE, SUMMARIZATION, SUMMARIZATION_TOOL, BodyPair, ChainAST, Header, Section,
-                          merge_lineage)
+from .chain_nodes import (
+    REQUEST_RESPONSE,
+    SUMMARIZATION,
+    SUMMARIZATION_TOOL,
+    BodyPair,
+    ChainAST,
+    Header,
+    Section,
+    merge_lineage,
+)
 from .chain_ops import contains_tool_call_reasoning, extract_reasoning_message
 from .config import SummarizerConfig
 from .prompts import build_summary_prompt
