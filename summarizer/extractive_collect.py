@@ -40,12 +40,19 @@ from summarizer.identifiers import extract_identifiers
 __all__ = ["Item", "Collector", "REQUEST_CAP_BYTES", "REQUEST_MIN_BYTES", "LATEST_ASK_PRIORITY"]
 
 LINE_CAP_BYTES = 400                  # one quoted line never costs more than this
-COMMAND_CAP_BYTES = 200               # the call half of a Done line
-OUTCOME_CAP_BYTES = 180               # ... and its outcome half
+COMMAND_CAP_BYTES = 160               # the call half of a Done line
+OUTCOME_CAP_BYTES = 140               # ... and its outcome half
 REQUEST_CAP_BYTES = 600               # the gist of a user request
 REQUEST_MIN_BYTES = 160               # ... never cut shorter than this, however tight the budget
 LATEST_ASK_PRIORITY = 1_000           # above any line score: the audit fails a checkpoint without the newest ask
 STEP_PRIORITY = 900                   # the current plan step: what the agent was about to do
+AGENT_CONCLUSION_PRIORITY = 75       # "No WinRM for any account", "sansa.stark cracked!": above raw output
+# An earlier summary's lines, by section: conclusions and dead ends outlive the action log, which outlives
+# the raw output lines quoted under it.
+_MERGED_PRIORITY = {"critical": 85, "blocked": 85, "constraints": 80, "next": 70, "decisions": 60, "done": 55,
+                    "current": 50}
+_MERGED_DETAIL_PRIORITY = 35
+_PLAN_LEAD_RE = re.compile(r"^(?:now,? )?(?:let me|let's|i'll|i will|i need to|next,? i|now proceeding)\b", re.I)
 REFERENCED_BONUS = 15                 # the agent quoted something of this line afterwards
 RESULT_DETAIL_LINES = 6               # output lines quoted under one action, at most
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)\]`*][.!?])\s+(?=[A-Z*`(\[])")
@@ -199,9 +206,11 @@ class Collector:
                 continue  # its identifiers are read again from the text; the list itself is not content
             if self._goal_line(line, group):
                 continue
-            text = line if line.startswith(("- ", "> ")) else f"- {line}"
+            detail = line.startswith("> ")
+            text = f"  {line}" if detail else (line if line.startswith("- ") else f"- {line}")
             bonus = REFERENCED_BONUS if self.referenced(line, position) else 0
-            self.add(group, 70 + score(line) + bonus, text)
+            base = _MERGED_DETAIL_PRIORITY if detail else _MERGED_PRIORITY.get(group, 70)
+            self.add(group, base + min(score(line), 30) + bonus, text)
 
     def _goal_line(self, line: str, group: str) -> bool:
         for label, sink in ((TASK_LABEL, "task"), (ASK_LABEL, "ask"), (STEP_LABEL, "step")):
@@ -261,9 +270,11 @@ class Collector:
             value = score(line) + (REFERENCED_BONUS if self.referenced(line, position) else 0)
             if latest and is_plan(line) and not is_negative(line):
                 self.add("next", 75 + value // 10, f"- {line}")
-            elif is_negative(line):
-                self.add("blocked", 60 + value, f"- {line}")
+            elif is_negative(line):  # the agent's own conclusions are what a successor needs most
+                self.add("blocked", AGENT_CONCLUSION_PRIORITY + value, f"- {line}")
+            elif _PLAN_LEAD_RE.match(line) and not typed_findings(line):
+                self.add("decisions", 35 + value, f"- {line}")  # an intent of its time, not a finding
             elif value >= 15 or (value and is_strong(line)):
-                self.add("critical", 55 + value, f"- {line}")
+                self.add("critical", AGENT_CONCLUSION_PRIORITY + value, f"- {line}")
             elif is_decision(line):
                 self.add("decisions", 35 + value, f"- {line}")
