@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from context_managers import (LangChainSummarization, LangMemSummarization, Manager, Ours,  # noqa: E402
-                              normalized, split_turns)
+from context_managers import LangChainSummarization, LangMemSummarization, Manager, Ours, normalized, split_turns  # noqa: E402
+
 from summarizer import count_tokens  # noqa: E402
 
 __all__ = ["ProbeRow", "probe_file", "facts_kept", "identifier_share", "repeated_headings", "main"]

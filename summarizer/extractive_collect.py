@@ -53,9 +53,12 @@ _MERGED_PRIORITY = {"critical": 85, "blocked": 85, "constraints": 80, "next": 70
                     "current": 50}
 _MERGED_DETAIL_PRIORITY = 35
 _PLAN_LEAD_RE = re.compile(r"^(?:now,? )?(?:let me|let's|i'll|i will|i need to|next,? i|now proceeding)\b", re.I)
+EMPHASIS_BONUS = 15                   # a sentence the agent wrote in bold
 REFERENCED_BONUS = 15                 # the agent quoted something of this line afterwards
 RESULT_DETAIL_LINES = 6               # output lines quoted under one action, at most
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)\]`*][.!?])\s+(?=[A-Z*`(\[])")
+_LIST_MARK_RE = re.compile(r"^(?:[-*•]\s+|\d{1,2}[.)]\s+)+")
+_EMPTY_MARKERS = {"none.", "none captured.", "none", "n/a"}  # what an empty section of a summary says
 _PAIRING_CHARS = 2_000                # the head of a result that is compared with the pending calls
 _ARG_KEYS = ("command", "cmd", "input", "query", "url", "path", "file", "target", "host", "code", "question",
              "message", "text", "name")
@@ -78,7 +81,9 @@ def _lines(text: str) -> list[str]:
 def _sentences(text: str) -> list[str]:
     """The agent's prose one sentence at a time ("No X found. Y worked." says two things), split only after
     a full stop, never at a colon: "password: x" stays one piece."""
-    return [s for line in _lines(text) for s in _SENTENCE_END_RE.split(line) if any(c.isalnum() for c in s)]
+    pieces = (_LIST_MARK_RE.sub("", s) for line in _lines(text) for s in _SENTENCE_END_RE.split(line))
+    # "Let me:" and "Found critical information:" only announce the list that follows
+    return [s for s in pieces if any(c.isalnum() for c in s) and not (s.endswith(":") and len(s.split()) < 5)]
 
 
 def _pairing_terms(call: Entry) -> set[str]:
@@ -130,6 +135,7 @@ class Collector:
         self.old_task: str | None = None
         self.old_asks: list[str] = []
         self.step: str | None = None
+        self.old_step: str | None = None
         self.last_ai = max((i for i, e in enumerate(entries) if e.kind == "ai"), default=-1)
 
     def add(self, group: str, priority: int, text: str) -> int:
@@ -152,8 +158,7 @@ class Collector:
         self.step = self._current_step()
         for position, entry in enumerate(self.entries):
             getattr(self, f"_{entry.kind}")(entry, position)
-        for _, _, text in self.pending:  # calls whose result is not part of this span
-            self.add("done", 50, text)
+        self._flush_pending()  # calls whose result is not part of this span
         for line in typed_findings("\n".join(e.text for e in self.entries)):
             self.add("critical", 90, line)
         self._goal()
@@ -173,6 +178,9 @@ class Collector:
             self.add("current" if self.structured else "goal", STEP_PRIORITY, STEP_LABEL + self.step)
 
     def _current_step(self) -> str | None:
+        last_summary = max((i for i, e in enumerate(self.entries) if e.kind == "summary"), default=-1)
+        if not any(e.kind in ("ai", "call") for e in self.entries[last_summary + 1:]):
+            return self._summary_step()
         last_ai = max((i for i, e in enumerate(self.entries) if e.kind == "ai"), default=-1)
         last_call = max((i for i, e in enumerate(self.entries) if e.kind == "call"), default=-1)
         if last_call > last_ai:
@@ -181,6 +189,15 @@ class Collector:
             lines = _sentences(self.entries[last_ai].text)
             return next((line for line in reversed(lines) if is_plan(line)), lines[-1] if lines else None)
         return None
+
+    def _summary_step(self) -> str | None:
+        """The step an earlier summary recorded, when nothing newer happened (read before the main pass)."""
+        for entry in self.entries:
+            if entry.kind == "summary":
+                for line in _lines(entry.text):
+                    if line.startswith(STEP_LABEL.strip()):
+                        self.old_step = line[len(STEP_LABEL):].strip() or self.old_step
+        return self.old_step
 
     def _task(self, entry: Entry, position: int) -> None:
         if self.structured:
@@ -202,7 +219,7 @@ class Collector:
             if opened != NOT_A_TITLE:
                 group = opened or group
                 continue
-            if group == "ids" or is_identifier_list(line):
+            if group == "ids" or is_identifier_list(line) or line.lower().removeprefix("- ") in _EMPTY_MARKERS:
                 continue  # its identifiers are read again from the text; the list itself is not content
             if self._goal_line(line, group):
                 continue
@@ -227,10 +244,18 @@ class Collector:
             self.old_task = text.strip()
         elif sink in ("task", "ask") and text.strip() not in self.old_asks + [self.old_task]:
             self.old_asks.append(text.strip())
-        # an earlier "Current step" is superseded: what it did is under Done by now
+        elif sink == "step":
+            self.old_step = text.strip()  # the current step until a newer call or note supersedes it
 
     def _call(self, entry: Entry, position: int) -> None:
+        if position and self.entries[position - 1].kind not in ("call", "ai"):
+            self._flush_pending()  # a new batch of calls: the old ones were answered outside this span
         self.pending.append((position, entry, _call_text(entry)))
+
+    def _flush_pending(self) -> None:
+        for _, _, text in self.pending:
+            self.add("done", 50, text)
+        self.pending = []
 
     def _take_call(self, result: Entry) -> tuple[int, Entry, str] | None:
         """The pending call this result answers. The prompt layouts carry no call ids and parallel calls are
@@ -263,11 +288,13 @@ class Collector:
             self.add(group, 25 + value - 2 * rank, f"  > {line}")
 
     def _ai(self, entry: Entry, position: int) -> None:
+        self._flush_pending()
         latest = position == self.last_ai
         for line in _sentences(entry.text):
             if latest and line == self.step:
                 continue  # already the goal's current step
             value = score(line) + (REFERENCED_BONUS if self.referenced(line, position) else 0)
+            value += EMPHASIS_BONUS if "**" in line else 0  # the agent itself called this out
             if latest and is_plan(line) and not is_negative(line):
                 self.add("next", 75 + value // 10, f"- {line}")
             elif is_negative(line):  # the agent's own conclusions are what a successor needs most

@@ -197,3 +197,11 @@ def test_a_ledger_merges_into_findings_when_summarized_again():
     rolled = [_ai("**summarized content:**\n" + with_ledger(PROMPT, "The agent looked at SMB.")), _ai("Next: crack.")]
     summary = extractive_summarize(build_summary_prompt([TASK], rolled))
     assert "Ledger" not in summary and "$krb5tgs$23$*svc_sql$" in _section(summary, BRIEFING_TITLES["critical"])
+
+
+def test_the_current_step_of_an_earlier_summary_stands_until_something_newer_happens():
+    earlier = extractive_summarize(PROMPT)
+    only_summary = build_summary_prompt([], [_ai("**summarized content:**\n" + earlier)])
+    assert "- Current step: Then I will try the password on MSSQL at 10.1.1.7." in extractive_summarize(only_summary)
+    moved_on = build_summary_prompt([], [_ai("**summarized content:**\n" + earlier), _ai("Next: dump LSASS on DC01.")])
+    assert "- Current step: Next: dump LSASS on DC01." in extractive_summarize(moved_on)
