@@ -24,7 +24,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-__all__ = ["main", "CliError", "BackendError", "load_messages", "parse_repairing", "config_with_overrides", "openai_summarizer"]
+__all__ = ["main", "CliError", "BackendError", "load_messages", "parse_repairing", "config_with_overrides",
+           "openai_summarizer"]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"

@@ -13,7 +13,7 @@ from summarizer.identifiers import Finding, extract_findings, extract_identifier
 
 __all__ = ["score", "is_strong", "is_error", "is_negative", "is_plan", "is_decision", "is_constraint",
            "finding_label", "typed_findings", "reference_terms", "terms_of", "noise_identifiers",
-           "original_spelling", "clip", "squash", "byte_size", "ELLIPSIS"]
+           "is_noise_class", "original_spelling", "clip", "squash", "byte_size", "ELLIPSIS"]
 
 ELLIPSIS = "…"
 _STRONG_RE = re.compile(r"\b(?:open|(?<!not )found|success\w*|succeeded|valid|pwn3d|password|credentials?|cracked|flag|"
@@ -110,7 +110,7 @@ def is_constraint(line: str) -> bool:
 def score(line: str) -> int:
     """What a line carries: findings, identifiers, result words, errors, versions."""
     value = 20 if extract_findings(line) else 0
-    value += 10 if any(not _is_noise_class(i) for i in extract_identifiers(line, limit=3)) else 0
+    value += 10 if any(not is_noise_class(i) for i in extract_identifiers(line, limit=3)) else 0
     value += 15 if is_strong(line) else 0
     value += 12 if is_error(line) else 0
     return value + (5 if _VERSION_RE.search(line) else 0)
@@ -179,7 +179,8 @@ def reference_terms(texts: Iterable[tuple[int, str]]) -> dict[str, int]:
     return last
 
 
-def _is_noise_class(identifier: str) -> bool:
+def is_noise_class(identifier: str) -> bool:
+    """Bare numbers, hexdump offsets, interpreter/library paths and installer warning URLs."""
     if identifier.isdigit():
         return True
     if len(identifier) == 8 and _OFFSET_RE.fullmatch(identifier):
@@ -198,7 +199,7 @@ def noise_identifiers(identifiers: Iterable[str], agent_text: str, results: Iter
     noise = set()
     for identifier in identifiers:
         said = (identifier.upper() in upper) if is_case_insensitive_id(identifier) else identifier in agent_text
-        if not said and (identifier in listed or _is_noise_class(identifier)):
+        if not said and (identifier in listed or is_noise_class(identifier)):
             noise.add(identifier)
     return noise
 
