@@ -43,7 +43,7 @@ from summarizer.identifiers import extract_identifiers, is_case_insensitive_id, 
 __all__ = ["extractive_summarize", "make_extractive", "prompt_identifiers", "DEFAULT_BUDGET_BYTES"]
 
 DEFAULT_BUDGET_BYTES = 8192
-IDENTIFIER_SHARE_MAX = 0.4            # identifiers may take at most this share of a PentAGI summary
+IDENTIFIER_SHARE_MAX = 0.6            # identifiers may take at most this share of a PentAGI summary
 _IDS_SLACK_BYTES = 32                 # the "Identifiers: " label and separators
 EMPTY_SECTION = "None."
 ALL_QUOTED = "All quoted above."

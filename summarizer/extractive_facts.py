@@ -153,6 +153,8 @@ def typed_findings(text: str) -> list[str]:
     """"- <type>: <value>" lines, values verbatim, one per distinct value (the most specific type wins)."""
     by_value: dict[str, str] = {}
     for finding in extract_findings(text):
+        if ELLIPSIS in finding.value.rstrip(ELLIPSIS):
+            continue  # a copy an earlier summary already cut short: the line itself carries over
         label = finding_label(finding)
         known = by_value.get(finding.value)
         if known is None or (known in ("password", "credential (user:password)") and label != known):
