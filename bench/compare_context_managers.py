@@ -8,7 +8,9 @@ manager it prints, for the view the model receives after the last turn:
     the number of model calls whose view was over the budget;
   - summarize calls and the KiB they were sent (the cost proxy: what a paid model would bill as input);
   - identifier retention: the identifiers (summarizer.identifiers: hashes, IPs, host:port, paths, URLs, CVE
-    ids) of the raw messages the view no longer holds verbatim, and the share of them still found in the view.
+    ids) of the raw messages the view no longer holds verbatim, and the share of them still found in the view;
+    also without the noise classes summaries leave out on purpose (bare numbers, hexdump offsets, library and
+    installer paths: summarizer.extractive_facts.is_noise_class).
 A manager that cannot be installed or driven here gets one row saying why; the others still run.
 
 Usage (scripts/bench runs it in .venv-bench): python bench/compare_context_managers.py [--window 16384]
@@ -41,6 +43,7 @@ from context_managers import (  # noqa: E402
 from nothing_measured import nothing_measured  # noqa: E402
 
 from summarizer import count_tokens  # noqa: E402
+from summarizer.extractive_facts import is_noise_class  # noqa: E402
 from summarizer.identifiers import extract_identifiers, missing_identifiers  # noqa: E402
 
 __all__ = ["Row", "replay_file", "main", "MANAGERS"]
@@ -73,12 +76,18 @@ class Row:
     input_kib: float = 0.0
     ids_replaced: int = 0
     ids_kept: int = 0
+    signal_replaced: int = 0
+    signal_kept: int = 0
     seconds: float = 0.0
     error: str = ""
 
     @property
     def retention(self) -> str:
         return f"{100 * self.ids_kept / self.ids_replaced:.0f}%" if self.ids_replaced else "n/a"
+
+    @property
+    def signal_retention(self) -> str:
+        return f"{100 * self.signal_kept / self.signal_replaced:.0f}%" if self.signal_replaced else "n/a"
 
 
 def _kib(messages: list[Message]) -> float:
@@ -95,11 +104,12 @@ def _text(messages: list[Message]) -> str:
     return "\n".join(parts)
 
 
-def retention(raw: list[Message], view: list[Message]) -> tuple[int, int]:
-    """(identifiers of the raw messages no longer in the view verbatim, how many of them the view still has)."""
+def retention(raw: list[Message], view: list[Message], *, noise: bool = True) -> tuple[int, int]:
+    """(identifiers of the raw messages no longer in the view verbatim, how many of them the view still has);
+    `noise=False` leaves the noise classes out of both counts."""
     kept = {normalized(m) for m in view}
     replaced = [m for m in raw if normalized(m) not in kept]
-    ids = extract_identifiers(_text(replaced))
+    ids = [i for i in extract_identifiers(_text(replaced)) if noise or not is_noise_class(i)]
     return len(ids), len(ids) - len(missing_identifiers(ids, _text(view)))
 
 
@@ -126,6 +136,7 @@ def replay_file(path: Path, key: str, window_tokens: int) -> Row:
     row.calls, row.input_kib = manager.model.calls, manager.model.input_bytes / 1024
     row.refused = manager.refused
     row.ids_replaced, row.ids_kept = retention(raw, view)
+    row.signal_replaced, row.signal_kept = retention(raw, view, noise=False)
     row.seconds = time.perf_counter() - began
     return row
 
@@ -136,16 +147,17 @@ def _refused(row: Row) -> str:
 
 def _print_rows(rows: list[Row]) -> None:
     print("| file | manager | KiB before → after | tokens before → after | peak tokens | calls over budget "
-          "(ContextTooLarge) | summarize calls | input KiB | ids replaced | ids retained | s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "(ContextTooLarge) | summarize calls | input KiB | ids replaced | ids retained | without noise | s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         if r.error and not r.turns:
-            print(f"| {r.file} | {r.manager} | {r.error} |||||||||")
+            print(f"| {r.file} | {r.manager} | {r.error} ||||||||||")
             continue
         note = f" ({r.error})" if r.error else ""
         print(f"| {r.file} | {r.manager}{note} | {r.raw_kib:,.0f} → {r.view_kib:,.0f} "
               f"| {r.raw_tokens:,} → {r.view_tokens:,} | {r.peak_tokens:,} | {r.over_budget}/{r.turns}{_refused(r)} "
-              f"| {r.calls} | {r.input_kib:,.0f} | {r.ids_replaced} | {r.retention} | {r.seconds:.1f} |")
+              f"| {r.calls} | {r.input_kib:,.0f} | {r.ids_replaced} | {r.retention} | {r.signal_retention} "
+              f"| {r.seconds:.1f} |")
 
 
 def _refused_total(rows: list[Row]) -> str:
@@ -155,16 +167,18 @@ def _refused_total(rows: list[Row]) -> str:
 
 def _print_totals(rows: list[Row]) -> None:
     print("\n| manager | files | view tokens (sum) | calls over budget (ContextTooLarge) | summarize calls | input KiB "
-          "| ids retained (pooled) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+          "| ids retained (pooled) | without noise (pooled) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in dict.fromkeys(r.manager for r in rows):
         mine = [r for r in rows if r.manager == name and r.turns]
         if not mine:
             reason = next(r.error for r in rows if r.manager == name)
-            print(f"| {name} | 0 | {reason} |||||")
+            print(f"| {name} | 0 | {reason} ||||||")
             continue
         replaced, kept = sum(r.ids_replaced for r in mine), sum(r.ids_kept for r in mine)
         share = f"{100 * kept / replaced:.0f}% of {replaced:,}" if replaced else "n/a"
+        signal, signal_kept = sum(r.signal_replaced for r in mine), sum(r.signal_kept for r in mine)
+        share += f" | {100 * signal_kept / signal:.0f}% of {signal:,}" if signal else " | n/a"
         print(f"| {name} | {len(mine)} | {sum(r.view_tokens for r in mine):,} "
               f"| {sum(r.over_budget for r in mine)}/{sum(r.turns for r in mine)}{_refused_total(mine)} "
               f"| {sum(r.calls for r in mine)} "

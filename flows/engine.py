@@ -45,6 +45,7 @@ from summarizer import (
     summarize_chain,
     validate_messages,
     window_check,
+    with_ledger,
     window_from_models_payload,
 )
 
@@ -57,7 +58,7 @@ __all__ = [
     "SummarizerConfig", "summarize_chain", "fit_to_window", "compact_now", "ContextTooLarge", "effective_reserve",
     "MAX_INSTRUCTION_CHARS",
     # summarize callables: the offline summarizer, caching and input caps
-    "make_extractive", "SummaryCache", "cap_input",
+    "make_extractive", "SummaryCache", "cap_input", "with_ledger",
     # provider errors the engine understands
     "RetryableProviderError", "is_context_overflow_error",
     # tokens and the model catalog

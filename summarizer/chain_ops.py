@@ -12,7 +12,7 @@ from .chain import human_parts, merge_humans
 from .chain_nodes import REQUEST_RESPONSE, SUMMARIZATION, BodyPair, ChainAST, ChainError, Header, Section
 from .messages import clone, valid_calls
 from .sanitize import sanitize_arguments
-from .toolcall_ids import parse_id_template
+from .toolcall_ids import content_rng, parse_id_template
 
 __all__ = [
     "append_human", "add_tool_response", "find_tool_call_responses", "normalize_tool_call_ids",
@@ -79,7 +79,8 @@ def _renamed_pair(pair: BodyPair, mapping: dict[str, str]) -> BodyPair:
 
 
 def normalize_tool_call_ids(ast: ChainAST, template: str, rng: random.Random | None = None) -> int:
-    """Give every call id that does not fit `template` a fresh one; answers follow. Returns how many changed."""
+    """Give every call id that does not fit `template` a new one (derived from the old id unless `rng` is
+    given); answers follow. Returns how many changed."""
     tpl = parse_id_template(template)
     taken = {c["id"] for sec in ast.sections for p in sec.body for c in valid_calls(p.ai)}
     changed = 0
@@ -92,9 +93,10 @@ def normalize_tool_call_ids(ast: ChainAST, template: str, rng: random.Random | N
                 name = call["function"]["name"]
                 if tpl.matches(call["id"], name):
                     continue
-                new_id = tpl.generate(name, rng)
+                source = rng if rng is not None else content_rng(call["id"], name)  # same chain in, same ids out
+                new_id = tpl.generate(name, source)
                 while new_id in taken:
-                    new_id = tpl.generate(name, rng)
+                    new_id = tpl.generate(name, source)
                 taken.add(new_id)
                 mapping[call["id"]] = new_id
             if mapping:

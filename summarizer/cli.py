@@ -6,7 +6,9 @@
     python -m summarizer tokens FILE [--model M] [--json]
 
 Input: a JSON list of OpenAI messages, {"messages": [...]}, a PentAGI msgchain or OpenClaw JSONL (whatever
-summarizer.formats reads). Bad input exits 2 with one line on stderr; a failed summarization exits 1 (the
+summarizer.formats reads). `inspect` and `summarize` read a chain the same way: a malformed one the engine can
+repair (two user messages in a row) is repaired by both with a warning naming what was merged, anything
+else is refused by both. Bad input exits 2 with one line on stderr; a failed summarization exits 1 (the
 chain is then printed unchanged, PentAGI semantics). The openai backend speaks the OpenAI-compatible
 /chat/completions protocol with the standard library only: the pure package imports no HTTP client.
 """
@@ -25,7 +27,8 @@ from typing import Any, TextIO
 
 from .settings_spec import parse_bool, parse_int
 
-__all__ = ["main", "CliError", "BackendError", "load_messages", "config_with_overrides", "openai_summarizer"]
+__all__ = ["main", "CliError", "BackendError", "load_messages", "parse_repairing", "config_with_overrides",
+           "openai_summarizer"]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -139,6 +142,7 @@ def openai_summarizer(environ: Mapping[str, str] | None = None, *,
         raise CliError("--backend openai needs OPENAI_API_KEY (or LLM_SERVER_URL for a local server)")
     url = (base_url or DEFAULT_OPENAI_BASE_URL).rstrip("/") + "/chat/completions"
     model = (env.get("LLM_SERVER_MODEL") or "").strip() or DEFAULT_OPENAI_MODEL
+    from summarizer.ledger import with_ledger
     from summarizer.prompts import SUMMARIZER_SYSTEM_PROMPT
 
     def summarize(prompt: str) -> str:
@@ -150,7 +154,7 @@ def openai_summarizer(environ: Mapping[str, str] | None = None, *,
         text = "\n\n".join(t for t in texts if t.strip())  # several choices are joined, as PentAGI does
         if not text.strip():
             raise BackendError(f"LLM server at {url} returned an empty summary")
-        return text
+        return with_ledger(prompt, text)  # what the model forgot of the audited findings and identifiers
 
     return summarize
 
@@ -180,8 +184,40 @@ def _preview(message: Mapping[str, Any]) -> str:
     return text[:PREVIEW_CHARS] + ("…" if len(text) > PREVIEW_CHARS else "")
 
 
+def _user_runs(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """(first, last) index of every run of two or more user messages in a row."""
+    runs, start = [], None
+    for index, message in enumerate([*messages, {"role": ""}]):
+        if message.get("role") == "user":
+            start = index if start is None else start
+        else:
+            if start is not None and index - 1 > start:
+                runs.append((start, index - 1))
+            start = None
+    return runs
+
+
+def parse_repairing(messages: list[dict[str, Any]], err: TextIO) -> Any:
+    """The chain's AST, as both `inspect` and `summarize` read it: strictly when it is well formed, else
+    repaired the way the engine repairs it (force mode) with a warning naming what was merged; CliError when
+    even the repair cannot read it, so the two commands accept and refuse the same files."""
+    from summarizer.chain import ChainError, parse_chain
+
+    try:
+        return parse_chain(messages)
+    except ChainError as strict:
+        try:
+            ast = parse_chain(messages, force=True)
+        except ChainError as exc:
+            raise CliError(f"invalid chain: {exc}") from None
+        merged = [f"merged user messages {first}-{last} into one" for first, last in _user_runs(messages)]
+        err.write(f"warning: repaired the chain ({'; '.join(merged) or strict})\n")
+        return ast
+
+
 def _cmd_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = load_messages(args.input)
+    parse_repairing(messages, err)
     config = config_with_overrides(args.profile, args.set or [])
     from summarizer.summarize import summarize_chain
 
@@ -205,13 +241,9 @@ def _cmd_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _cmd_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = load_messages(args.file)
-    from summarizer.chain import ChainError, parse_chain
     from summarizer.tokens import count_tokens
 
-    try:
-        ast = parse_chain(messages)
-    except ChainError as exc:
-        raise CliError(f"invalid chain: {exc}") from None
+    ast = parse_repairing(messages, err)
     sections: list[dict[str, Any]] = []
     for section in ast.sections:
         header = section.header

@@ -132,6 +132,9 @@ _FINDING_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("credential", re.compile(
         rf"password (?:for|of) (?:user |account )?{_Q}(?P<user>[\w.@\\$-]+){_Q} (?:is|=|:) {_Q}(?P<secret>[^\s'\"`]+){_Q}",
         re.IGNORECASE)),
+    # prose that quotes a pair: "cleartext password: **robb.stark : sexywolfy**"
+    ("credential", re.compile(
+        r"password:\s*[*`'\"]*(?P<user>[\w.@\\$-]+)\s+:\s+(?P<secret>[^\s*`'\"]+)", re.IGNORECASE)),
     # secretsdump / pwdump: "Administrator:500:aad3b435...:31d6cfe0...:::"
     ("hash", re.compile(r"(?<![\w.\\$-])(?P<value>[\w.\\$-]+:\d+:[0-9a-fA-F]{32}:[0-9a-fA-F]{32}):::")),
     # bare "LM:NT" pairs as passed to -H
@@ -158,6 +161,7 @@ def _finding_value(kind: str, match: re.Match[str]) -> str | None:
     value = groups["value"]
     if kind == "credential" and value.split("\\", 1)[-1].startswith(":"):
         return None  # "[+] essos.local\:" is an anonymous (null) session, not a credential
+    value = value.strip("*") if kind == "password" else value  # Markdown bold around a quoted secret
     if kind == "password" and (value.lower() in _PLACEHOLDER_SECRETS or any(c in value for c in "[](){}")):
         return None  # "password = args[++i]" is code reading a password, not a password
     if kind == "hash" and len(value) > _HASH_CAP_CHARS:

@@ -28,17 +28,28 @@ The split/keep arithmetic is in pure functions (`last_section_split`, `recent_se
 """
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .chain import human_parts
-from .chain_nodes import REQUEST_RESPONSE, SUMMARIZATION, BodyPair, ChainAST, Header, Section, merge_lineage
+from .chain_nodes import (
+    REQUEST_RESPONSE,
+    SUMMARIZATION,
+    SUMMARIZATION_TOOL,
+    BodyPair,
+    ChainAST,
+    Header,
+    Section,
+    merge_lineage,
+)
 from .chain_ops import contains_tool_call_reasoning, extract_reasoning_message
 from .config import SummarizerConfig
 from .prompts import build_summary_prompt
 from .shapes import prefixed_completion, summarization_pair
+from .toolcall_ids import content_rng, generate_id
 
 __all__ = [
     "Batch", "Outcome", "PassGen", "StageError", "PassContext", "QA_BYTES_MARGIN", "last_section_split",
@@ -68,6 +79,18 @@ class PassContext:
     id_template: str
     rng: random.Random | None = None
     ignored_failures: list[str] = field(default_factory=list)
+    issued_ids: set[str] = field(default_factory=set)
+
+    def summary_call_id(self, text: str, replaced: Sequence[Message]) -> str:
+        """A summary call id: from `rng` when one is given, else derived from the summary and what it replaces,
+        so the same chain and settings give byte-identical views; never one already issued in this run."""
+        source = self.rng if self.rng is not None else content_rng(
+            text, json.dumps(replaced, sort_keys=True, ensure_ascii=False, default=str))
+        call_id = generate_id(self.id_template, SUMMARIZATION_TOOL, source)
+        while call_id in self.issued_ids:
+            call_id = generate_id(self.id_template, SUMMARIZATION_TOOL, source)
+        self.issued_ids.add(call_id)
+        return call_id
 
 
 def _failed(outcome: Outcome) -> bool:
@@ -92,8 +115,8 @@ def _summary_pair(pairs: Sequence[BodyPair], text: str, ctx: PassContext, *, kee
     messages = [m for p in pairs for m in p.messages()]
     signed = keep_reasoning and contains_tool_call_reasoning(messages)
     reasoning = extract_reasoning_message(messages) if keep_reasoning else None
-    return summarization_pair(text, id_template=ctx.id_template, fake_signature=signed,
-                              reasoning_message=reasoning, rng=ctx.rng, lineage=lineage)
+    return summarization_pair(text, id_template=ctx.id_template, call_id=ctx.summary_call_id(text, messages),
+                              fake_signature=signed, reasoning_message=reasoning, lineage=lineage)
 
 
 def _humans(section: Section) -> list[Message]:

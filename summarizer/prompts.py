@@ -15,7 +15,8 @@ from typing import Any
 from .messages import content_text, valid_calls
 
 __all__ = [
-    "SUMMARIZER_SYSTEM_PROMPT", "INSTRUCTIONS_WITH_TASKS", "INSTRUCTIONS_MESSAGES_ONLY", "INSTRUCTIONS_TASKS_ONLY",
+    "SUMMARIZER_SYSTEM_PROMPT", "BRIEFING_SECTIONS", "INSTRUCTIONS_WITH_TASKS", "INSTRUCTIONS_MESSAGES_ONLY",
+    "INSTRUCTIONS_TASKS_ONLY",
     "PromptError", "build_summary_prompt", "ROLE_NAMES",
 ]
 
@@ -29,20 +30,36 @@ _ALREADY_SUMMARIZED = (
     "new material without repeating anything."
 )
 
+# The sections of a briefing an agent can carry on from (issue 11); the offline summarizer writes the same ones
+# (summarizer.extractive_sections.BRIEFING_TITLES), so both backends' summaries merge when summarized again.
+BRIEFING_SECTIONS = (
+    "Write it as a briefing under these titles, each on a line of its own, in this order, leaving out a title "
+    "with nothing under it: 'Task and current goal:' (the original task in short, then the latest request or "
+    "plan step verbatim); 'Done:' (one line per action: the command or tool call, shortened, and its outcome: "
+    "success, the error line, or nothing found); 'Findings:' (credentials, hashes, hosts, services and versions, "
+    "vulnerabilities, flags and configuration values that mattered, each named for what it is: a password is "
+    "not an NT hash is not a Kerberos ticket; values verbatim, in their original case); 'Negative results and "
+    "dead ends:' (what was tried and did not work, and why, in the agent's own words); 'Open leads / next "
+    "steps:' (from the agent's last plan). Merge an earlier summary's sections into these: one of each title, "
+    "never a summary nested inside another, and move the goal forward to where the work is now. Do not list "
+    "hexdump offsets, bare numbers, library or package-manager paths, or wordlist entries."
+)
+
 INSTRUCTIONS_WITH_TASKS = (
     "Condense the AI activity in <messages> into one summary. The <tasks> block holds the user's requests; "
     "use it only as context for what matters, do not restate it. " + _ALREADY_SUMMARIZED + " Keep every "
     "technical detail: function and tool names, parameters, file paths, URLs, hosts, versions, numbers and "
     "identifiers, complete code snippets and step-by-step procedures. Make clear how the requests were "
-    "answered and follow the order problem -> attempts -> solution. Output only the summarized content."
+    "answered and follow the order problem -> attempts -> solution. " + BRIEFING_SECTIONS + " Output only the "
+    "summarized content."
 )
 
 INSTRUCTIONS_MESSAGES_ONLY = (
     "Condense the AI activity in <messages> into one self-contained summary that a reader can use without "
     "the original. " + _ALREADY_SUMMARIZED + " Keep every technical detail: names, parameters, paths, URLs, "
     "versions, numbers, identifiers and complete code examples. Put conclusions, recommendations and "
-    "technical explanations first, then the sequence of steps in the order they happened. Output only the "
-    "summarized content."
+    "technical explanations first, then the sequence of steps in the order they happened. " + BRIEFING_SECTIONS
+    + " Output only the summarized content."
 )
 
 INSTRUCTIONS_TASKS_ONLY = (

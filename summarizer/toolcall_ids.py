@@ -6,6 +6,7 @@ template of the provider that will read the chain.
 """
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 import string
@@ -15,7 +16,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_ID_TEMPLATE", "ANTHROPIC_ID_TEMPLATE", "CHARSETS", "IdTemplate", "parse_id_template",
-    "generate_id", "id_matches", "detect_id_template",
+    "generate_id", "id_matches", "detect_id_template", "content_rng",
 ]
 
 DEFAULT_ID_TEMPLATE = "call_{r:24:x}"
@@ -91,6 +92,13 @@ def parse_id_template(template: str) -> IdTemplate:
     if pos < len(template):
         tokens.append(("lit", template[pos:]))
     return IdTemplate(template, tuple(tokens))
+
+
+def content_rng(*parts: str) -> random.Random:
+    """A generator seeded from `parts`: ids derived from content make the same chain give byte-identical views
+    (and token counts) on every run, which a system-random id cannot."""
+    digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).digest()
+    return random.Random(int.from_bytes(digest, "big"))
 
 
 def generate_id(template: str, function_name: str = "", rng: random.Random | None = None) -> str:

@@ -6,7 +6,8 @@ Which backend writes a summary is decided once, when the callable is built (a pl
 - otherwise the provider's model (purpose "summary", PentAGI's per-provider summarizer), or for purpose
   "compaction" the flow settings' `compaction_model` (explicit: that model only, never a fallback) or, unset,
   the agent's model followed by `fallback_models`, each tried in turn on retryable provider errors.
-Every HTTP call and every cache hit becomes an LLMCall row, linked to the event when one is given.
+Every HTTP call and every cache hit becomes an LLMCall row, linked to the event when one is given. A model's
+summary gets the deterministic ledger of what it left out (summarizer.ledger) before it is cached or used.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from flows.engine import SummaryCache, cap_input, make_extractive
+from flows.engine import SummaryCache, cap_input, make_extractive, with_ledger
 from flows.models import Flow, ProviderConfig, ProviderKind, SummaryEvent
 from flows.providers import provider_for, split_model_ref
 from flows.settings_registry import settings_for
@@ -144,7 +145,8 @@ class _EndpointSummarizer:
             record_call(provider=first.provider, model=first.model, messages=messages, event=self.event,
                         duration_ms=0, cached=True)
             return hit
-        summary = self._call_targets(messages)
+        # the ledger is appended before caching: a cache hit returns exactly what the first call returned
+        summary = with_ledger(prompt, self._call_targets(messages))
         self.cache.put(prompt, summary)
         return summary
 

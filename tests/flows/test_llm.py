@@ -28,7 +28,9 @@ from .llm_fakes import (
 pytestmark = pytest.mark.django_db
 
 
-PROMPT = "<instructions>condense</instructions>\n\n<messages>nmap found 22/tcp and 80/tcp on 10.0.0.5</messages>"
+# No identifier or finding in it: the ledger (tested on its own below) leaves these summaries as the model wrote them.
+PROMPT = "<instructions>condense</instructions>\n\n<messages>nmap found 22/tcp and 80/tcp on the web host</messages>"
+PROMPT_WITH_IDS = "<instructions>condense</instructions>\n\n<messages>nmap found 22/tcp on 10.0.0.5</messages>"
 
 
 @pytest.fixture
@@ -66,6 +68,15 @@ def test_it_sends_the_summarizer_system_prompt_and_the_prompt_to_the_default_pro
     assert sent["messages"] == [{"role": "system", "content": SUMMARY_SYSTEM_PROMPT},
                                 {"role": "user", "content": PROMPT}]
     assert fake_endpoint.requests[0]["auth"] == "Bearer sk-test-secret-key-1234"
+
+
+def test_what_the_model_left_out_is_appended_as_the_ledger_before_caching(fake_endpoint, flow):
+    make_provider(fake_endpoint.url)
+    fake_endpoint.queue(completion("ssh is open"))
+    summarize = summarize_callable_for(flow=flow)
+    expected = "ssh is open\n\nLedger (audited findings and identifiers):\n- identifiers: 10.0.0.5"
+    assert summarize(PROMPT_WITH_IDS) == expected
+    assert summarize(PROMPT_WITH_IDS) == expected and len(fake_endpoint.requests) == 1
 
 
 def test_it_records_usage_our_estimate_and_cost_linked_to_the_event(fake_endpoint, event):

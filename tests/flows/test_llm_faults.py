@@ -30,7 +30,8 @@ from .llm_fakes import (  # noqa: F401  (fixtures)
 pytestmark = pytest.mark.django_db
 
 
-PROMPT = "<messages>gobuster found /admin and /backup.zip on http://10.0.0.5</messages>"
+# No identifier in it, so the ledger (tests/flows/test_llm.py) leaves the model's answer as it was.
+PROMPT = "<messages>gobuster found an admin page and a backup archive on the web host</messages>"
 LLAMA_CPP_OVERFLOW = ("This model's maximum context length is 2048 tokens. However, you requested 3026 tokens "
                       "(3010 in the messages, 16 in the completion). Please reduce the length of the messages or "
                       "completion.")

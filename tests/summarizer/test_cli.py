@@ -86,14 +86,13 @@ def test_it_accepts_an_object_with_a_messages_list(tmp_path):
         (["summarize", "--input", "{chain}", "--set", "last_section_reserve_percent=150"], "between 0 and 100"),
         (["summarize", "--input", "{chain}", "--set", "novalue"], "key=value"),
         (["summarize", "--input", "{chain}", "--profile", "bogus"], "invalid choice"),
-        (["inspect", "{orphan}"], "invalid chain"),
+        (["inspect", "{headless}"], "invalid chain"),
         ([], "required"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, chain_file, argv, reason):
     files = {"{bad}": "{not json", "{invalid}": json.dumps([{"role": "wizard", "content": "x"}]),
-             "{orphan}": json.dumps([{"role": "user", "content": "x"},
-                                     {"role": "tool", "tool_call_id": "call_1", "content": "y"}])}
+             "{headless}": json.dumps([{"role": "assistant", "content": "x"}])}
     args = []
     for arg in argv:
         if arg in files:
@@ -221,3 +220,35 @@ def test_a_failed_summarization_exits_1_and_keeps_the_chain(llm_server, chain_fi
 def test_the_openai_backend_needs_a_key_or_a_server(monkeypatch):
     with pytest.raises(CliError, match="OPENAI_API_KEY"):
         openai_summarizer({})
+
+
+def _write(tmp_path: Path, messages: list[dict]) -> str:
+    path = tmp_path / "chain.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    return str(path)
+
+
+def test_inspect_and_summarize_both_repair_two_user_messages_in_a_row_and_say_so(tmp_path):
+    path = _write(tmp_path, [{"role": "system", "content": "s"}, {"role": "user", "content": "a"},
+                             {"role": "user", "content": "b"}, {"role": "assistant", "content": "ok"}])
+    for argv in (("inspect", path), ("summarize", "--profile", "agent", "--input", path)):
+        code, _, err = _run(*argv)
+        assert code == 0 and "warning: repaired the chain (merged user messages 1-2 into one)" in err
+
+
+def test_inspect_and_summarize_both_refuse_what_cannot_be_repaired(tmp_path):
+    path = _write(tmp_path, [{"role": "assistant", "content": "a"}])
+    for argv in (("inspect", path), ("summarize", "--profile", "agent", "--input", path)):
+        code, out, err = _run(*argv)
+        assert code == 2 and err.startswith("error: invalid chain:") and out == ""
+
+
+def test_an_orphan_tool_result_is_repaired_by_both_with_the_reason(tmp_path):
+    path = _write(tmp_path, [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c1", "content": "y"}])
+    for argv in (("inspect", path), ("summarize", "--profile", "agent", "--input", path)):
+        code, _, err = _run(*argv)
+        assert code == 0 and err.startswith("warning: repaired the chain (message 1:")
+
+
+def test_a_well_formed_chain_gets_no_warning(chain_file):
+    assert _run("inspect", str(chain_file))[2] == ""

@@ -122,7 +122,8 @@ def test_checkpoint_sections_hold_the_matching_content():
     assert "mysql -h 10.10.5.23" in section["### In progress"]
     assert "ERROR 1130" in section["### Blocked"]
     assert "root:toor" in section["## Critical context"]
-    assert "10.10.5.99" in section["## Exact identifiers"] and "filler line 30" not in summary
+    assert "10.10.5.99" in summary and "filler line 30" not in summary
+    assert section["## Exact identifiers"] == "All quoted above.\n"  # only what no line above quotes is listed
 
 
 def _sections(summary: str) -> dict[str, str]:
