@@ -49,7 +49,8 @@ EMPTY_SECTION = "None."
 _ELLIPSIS = "…"
 
 _STRONG_RE = re.compile(r"\b(?:open|found|success\w*|succeeded|valid|pwn3d|password|credentials?|cracked|flag|"
-                        r"vulnerab\w+|exploit\w*|admin\w*|root|shell|uid=\d+|authenticated|logged in|dumped|hash(?:es)?|"
+                        r"vulnerab\w+|exploit\w*|admin\w*|root|shell|uid=\d+|authenticated|logged in|dumped|"
+                        r"hash(?:es)?|"
                         r"secret|token|granted|discovered|confirmed|result)\b|\[\+\]|CVE-", re.IGNORECASE)
 _ERROR_RE = re.compile(r"\b(?:error|failed|failure|denied|refused|time[d ]?out|not found|invalid|unable|cannot|"
                        r"can't|exception|traceback|forbidden|unauthori[sz]ed|status_[a-z_]+)\b|\[-\]|\[!\]",

@@ -202,7 +202,8 @@ def view_save(state: ChainState, *, messages: list[Message_], lineage: list[list
                   for s in steps]
         _close_interrupted(chain, keep={e.pk for e in events})
         count = chain.compactions + compacted
-        hooks = [hook_after_payload(s, e) for s, e in zip(steps, events, strict=False) if s.trigger in COMPACTION_TRIGGERS]
+        hooks = [hook_after_payload(s, e) for s, e in zip(steps, events, strict=False)
+                 if s.trigger in COMPACTION_TRIGGERS]
         transaction.on_commit(lambda: on_view_saved(chain.pk, view, events, count, notify, hooks), robust=True)
     return events
 

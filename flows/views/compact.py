@@ -21,7 +21,8 @@ def chain_compact_page(request: HttpRequest, chain_id: int) -> HttpResponse:
     chain = chain_for_page(chain_id=chain_id, user=request.user)
     instructions = request.POST.get("instructions", "").strip()
     if len(instructions) > MAX_INSTRUCTIONS_CHARS:
-        messages.error(request, f"Focus instructions are limited to {MAX_INSTRUCTIONS_CHARS} characters; nothing queued.")
+        messages.error(request, f"Focus instructions are limited to {MAX_INSTRUCTIONS_CHARS} characters; "
+                                "nothing queued.")
         return redirect("chain-detail", chain_id=chain.pk)
     event = chain_request_compaction(chain=chain, instructions=instructions, user=request.user)
     focus = " with your focus instructions" if instructions else ""
