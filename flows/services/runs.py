@@ -12,7 +12,6 @@ the hooks and `compaction.*` events run.
 """
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,8 +43,6 @@ __all__ = [
     "window_for", "elapsed_ms", "event_start", "event_finish", "event_fail", "view_save", "view_create",
     "hook_after_payload", "on_view_saved",
 ]
-
-log = logging.getLogger(__name__)
 
 MAX_SAVE_ATTEMPTS = 3
 DEFAULT_RESERVE_SHARE = 0.2  # compaction.md §3: reserve = model's max output, capped at 20% of the window
