@@ -169,7 +169,8 @@ def window_from_models_payload(payload: Any, model_id: str) -> ModelInfo | None:
     if output is None:
         known = lookup_model(model_id)
         output = known.max_output_tokens if known else None
-    return ModelInfo(window, min(output, window) if output else None, _entry_id(entry), str(entry.get("owned_by") or ""),
+    return ModelInfo(window, min(output, window) if output else None, _entry_id(entry),
+                     str(entry.get("owned_by") or ""),
                      "endpoint")
 
 

@@ -100,7 +100,8 @@ def _restore(view: list[Message], lineage: list[list[int]], summarize: Callable[
         assert_valid_view(result.messages)
     except ValueError as exc:  # a structurally bad summary never replaces the view
         return view, lineage, result.calls, f"restore profile produced an invalid view: {exc}"
-    return result.messages, [list(merge_lineage(*(lineage[i] for i in lin))) for lin in result.lineage], result.calls, None
+    merged = [list(merge_lineage(*(lineage[i] for i in lin))) for lin in result.lineage]
+    return result.messages, merged, result.calls, None
 
 
 class _Fit:

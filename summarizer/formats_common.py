@@ -45,7 +45,8 @@ def _drop_redundant_names(messages: list[dict[str, Any]]) -> list[dict[str, Any]
     return messages
 
 
-def _canonical(role: str, content: Any, *, tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None,
+def _canonical(role: str, content: Any, *, tool_calls: list[dict[str, Any]] | None = None,
+               tool_call_id: str | None = None,
                name: str = "", reasoning: Any = None) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": role, "content": content}
     if tool_calls:

@@ -111,6 +111,9 @@ PAGE = [_query("after_seq", {"type": "integer", "minimum": 0, "maximum": MAX_SEQ
                          "default": DEFAULT_PAGE_MESSAGES}, "raw messages per page")]
 PROFILE = [{"name": "profile", "in": "path", "required": True, "schema": {"enum": ["agent", "assistant"]}},
            _query("flow", {"type": "integer"}, "a flow's own settings instead of the defaults")]
+UPLOAD_SCHEMA: dict[str, Any] = {"type": "object", "required": ["file"], "properties": {
+    "file": {"type": "string", "contentMediaType": "application/octet-stream"}, "format": {"enum": list(FORMATS)}}}
+
 PATHS: dict[str, Any] = {
     "/api/flows": {
         "get": _op("Flows you can see", _json({"type": "object", "properties": {
@@ -153,10 +156,7 @@ PATHS: dict[str, Any] = {
                                    status=201, errors=(400, 401, 413, 415)),
                              "requestBody": {"required": True, "content": {
                                  "application/json": {"schema": _ref("ImportRequest")},
-                                 "multipart/form-data": {"schema": {"type": "object", "required": ["file"],
-                                                                    "properties": {"file": {"type": "string",
-                                                                                            "contentMediaType": "application/octet-stream"},
-                                                                                   "format": {"enum": list(FORMATS)}}}}}}}},
+                                 "multipart/form-data": {"schema": UPLOAD_SCHEMA}}}}},
     "/api/settings/{profile}": {
         "get": _op("Summarizer settings (defaults, or a flow's own)", _json(_ref("Settings")), params=PROFILE,
                    errors=(400, 401, 404)),  # 400: a ?flow= that is not an id

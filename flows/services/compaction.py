@@ -171,7 +171,8 @@ def _times_of(state: ChainState, step: RunStep) -> list[datetime | None]:
     fresh = records.fresh_mask(step.after, step.before)
     seqs = {lin[0] for lin, new in zip(step.lineage, fresh, strict=False) if not new and len(lin) == 1}
     created = dict(Message.objects.filter(chain=state.chain, seq__in=seqs).values_list("seq", "created_at"))
-    return [created.get(lin[0]) if not new and len(lin) == 1 else None for lin, new in zip(step.lineage, fresh, strict=False)]
+    return [created.get(lin[0]) if not new and len(lin) == 1 else None
+            for lin, new in zip(step.lineage, fresh, strict=False)]
 
 
 def _save_with_successor(state: ChainState, step: RunStep, snapshot: dict[str, Any]) -> list[SummaryEvent] | None:

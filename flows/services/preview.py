@@ -44,7 +44,8 @@ def identifier_retention(raw: list[dict[str, Any]], seqs: list[int], view: list[
                          lineage: list[list[int]], fresh: list[bool]) -> float | None:
     """Share of the identifiers in raw messages replaced by summaries that still appear in the view text."""
     replaced = {s for lin, new in zip(lineage, fresh, strict=False) if new for s in lin}
-    ids = extract_identifiers("\n".join(identifier_text(m) for m, seq in zip(raw, seqs, strict=False) if seq in replaced))
+    replaced_text = "\n".join(identifier_text(m) for m, seq in zip(raw, seqs, strict=False) if seq in replaced)
+    ids = extract_identifiers(replaced_text)
     if not ids:
         return None
     missing = missing_identifiers(ids, "\n".join(identifier_text(m) for m in view))

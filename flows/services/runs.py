@@ -12,7 +12,6 @@ the hooks and `compaction.*` events run.
 """
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,8 +43,6 @@ __all__ = [
     "window_for", "elapsed_ms", "event_start", "event_finish", "event_fail", "view_save", "view_create",
     "hook_after_payload", "on_view_saved",
 ]
-
-log = logging.getLogger(__name__)
 
 MAX_SAVE_ATTEMPTS = 3
 COMPACTION_TRIGGERS = {Trigger.WINDOW, Trigger.OVERFLOW, Trigger.MANUAL, Trigger.BYTE_GUARD}
@@ -200,7 +197,8 @@ def view_save(state: ChainState, *, messages: list[Message_], lineage: list[list
                   for s in steps]
         _close_interrupted(chain, keep={e.pk for e in events})
         count = chain.compactions + compacted
-        hooks = [hook_after_payload(s, e) for s, e in zip(steps, events, strict=False) if s.trigger in COMPACTION_TRIGGERS]
+        hooks = [hook_after_payload(s, e) for s, e in zip(steps, events, strict=False)
+                 if s.trigger in COMPACTION_TRIGGERS]
         transaction.on_commit(lambda: on_view_saved(chain.pk, view, events, count, notify, hooks), robust=True)
     return events
 

@@ -24,7 +24,8 @@ def chain_compact_page(request: HttpRequest, chain_id: int) -> HttpResponse:
     if problem is not None:  # no textarea sends NUL; refused alike on SQLite and PostgreSQL
         raise BadRequest(f"Focus instructions {problem}.")
     if len(instructions) > MAX_INSTRUCTIONS_CHARS:
-        messages.error(request, f"Focus instructions are limited to {MAX_INSTRUCTIONS_CHARS} characters; nothing queued.")
+        messages.error(request, f"Focus instructions are limited to {MAX_INSTRUCTIONS_CHARS} characters; "
+                                "nothing queued.")
         return redirect("chain-detail", chain_id=chain.pk)
     event = chain_request_compaction(chain=chain, instructions=instructions, user=request.user)
     focus = " with your focus instructions" if instructions else ""

@@ -73,7 +73,8 @@ def test_an_earlier_summary_pair_rolls_forward_with_priority():
     earlier = [
         {"role": "assistant", "content": None, "tool_calls": [_call("call_s", "execute_task_and_return_summary",
                                                                      question="delegate")]},
-        _tool("call_s", "Earlier: mysql creds dbadmin:S3cret! worked on 10.10.5.24:3306; flag stored in /root/proof.txt"),
+        _tool("call_s", "Earlier: mysql creds dbadmin:S3cret! worked on 10.10.5.24:3306; "
+              "flag stored in /root/proof.txt"),
     ]
     noisy = [_assistant(_call("call_n", "terminal", input="ls -R /")),
              _tool("call_n", "\n".join(f"/var/lib/file{i}.dat" for i in range(300)))]
