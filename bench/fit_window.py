@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nothing_measured import nothing_measured  # noqa: E402
+
 from summarizer.compact import fit_to_window  # noqa: E402
 from summarizer.compaction_errors import ContextTooLarge  # noqa: E402
 from summarizer.compaction_prompt import render_messages  # noqa: E402

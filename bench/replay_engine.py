@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nothing_measured import nothing_measured  # noqa: E402
+
 from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
 from summarizer.messages import chain_bytes, content_text  # noqa: E402
 from summarizer.turns import split_turns as turns  # noqa: E402

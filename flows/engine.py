@@ -9,12 +9,12 @@ from __future__ import annotations
 from summarizer import (
     FORMATS,
     MAX_INSTRUCTION_CHARS,
+    SUMMARIZER_SETTINGS,
     ChainError,
     ContextTooLarge,
     FormatError,
     MessageError,
     ModelInfo,
-    SUMMARIZER_SETTINGS,
     RetryableProviderError,
     SettingSpec,
     SummarizerConfig,
@@ -45,8 +45,8 @@ from summarizer import (
     summarize_chain,
     validate_messages,
     window_check,
-    with_ledger,
     window_from_models_payload,
+    with_ledger,
 )
 
 __all__ = [

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from flows.engine import SUMMARIZER_SETTINGS, SummarizerConfig, registered_compaction_providers
 from flows.models import Flow, IdentifierPolicy, SummarizerSettings
 from flows.settings_env import parse_env_text, settings_env_export, settings_env_export_rows
 from flows.settings_spec import (
@@ -29,7 +30,6 @@ from flows.settings_spec import (
     env_fallback,
     parse_bool,
 )
-from flows.engine import SUMMARIZER_SETTINGS, SummarizerConfig, registered_compaction_providers
 
 __all__ = [
     "SettingField", "SETTINGS_FIELDS", "FIELDS_BY_NAME", "SettingsError", "ASSISTANT_FORCED", "defaults_for",

@@ -4,7 +4,7 @@ The LLM comes in as a callable: `summarize(prompt: str) -> str` (or an async one
 """
 from __future__ import annotations
 
-from .catalog import ModelInfo, lookup_model, window_from_models_payload
+from .catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
 from .chain import (
     COMPLETION,
     REQUEST_RESPONSE,
@@ -20,7 +20,6 @@ from .chain import (
     parse_chain,
 )
 from .compact import FitResult, compact_now, fit_to_window, overflow_compactor
-from .compaction_prompt import MAX_INSTRUCTION_CHARS
 from .compaction_errors import (
     CompactionFailed,
     ContextTooLarge,
@@ -28,22 +27,26 @@ from .compaction_errors import (
     RetryableProviderError,
     SummarizeAborted,
 )
+from .compaction_prompt import MAX_INSTRUCTION_CHARS
 from .config import SummarizerConfig
 from .extractive import extractive_summarize, make_extractive
 from .fallback import retry_call, summarize_with_fallback
 from .fit_plan import FitPlan, effective_reserve, plan_fit
 from .formats import FORMATS, FormatError, detect_format, export_chain, import_chain
 from .handler import SummaryCache, cap_input, with_cap_and_cache
-from .ledger import with_ledger
 from .identifiers import extract_findings, extract_identifiers, missing_identifiers
+from .ledger import with_ledger
 from .messages import MessageError, chain_bytes, content_text, message_size, validate_messages
 from .overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
-from .providers import (get_compaction_provider, register_compaction_provider, registered_compaction_providers,
-                        unregister_compaction_provider)
-from .settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
-from .catalog import window_check
+from .providers import (
+    get_compaction_provider,
+    register_compaction_provider,
+    registered_compaction_providers,
+    unregister_compaction_provider,
+)
 from .prune import PruneSettings, prune_view
 from .restore import prepare_provider_switch, restore_chain
+from .settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
 from .summarize import SummarizeResult, asummarize_chain, summarize_chain
 from .tokens import MissingEncoding, count_tokens, is_estimate, message_tokens
 from .toolcall_ids import detect_id_template

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -90,7 +90,7 @@ def _known_error(exc: Exception) -> JsonResponse | None:
     return None
 
 
-def _not_allowed(request: HttpRequest, methods: dict[str, Any]) -> JsonResponse:
+def _not_allowed(request: HttpRequest, methods: Mapping[str, Any]) -> JsonResponse:
     resp = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
     resp["Allow"] = ", ".join(methods)
     return resp
@@ -133,7 +133,7 @@ def api_endpoint(methods: dict[str, Callable[..., HttpResponse]]) -> Callable[..
     return view
 
 
-def api_endpoint_async(methods: dict[str, Callable[..., Awaitable[HttpResponse]]]) -> Callable[..., Any]:
+def api_endpoint_async(methods: Mapping[str, Callable[..., Awaitable[Any]]]) -> Callable[..., Any]:
     """api_endpoint for coroutine handlers. Under ASGI Django cancels an async view when the client disconnects,
     so a handler that does its work in several sync_to_async steps stops at the next step instead of finishing
     work nobody will read (a thread step itself cannot be interrupted, so keep each one bounded)."""

@@ -11,7 +11,6 @@ from flows.models import AGENT_TYPES
 from flows.text_input import MAX_INSTRUCTIONS_CHARS
 
 from .errors import error_response
-
 from .views_chains import DEFAULT_PAGE_MESSAGES, MAX_PAGE_MESSAGES, MAX_SEQ
 
 __all__ = ["SCHEMA", "schema_view"]

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from pentagi_web.login_throttle import MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_USER
-from tests.flows.conftest import PASSWORD
+from tests.app_fixtures import PASSWORD
 from tests.flows.pipeline_live import ROOT
 
 pytestmark = pytest.mark.django_db
