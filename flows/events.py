@@ -109,10 +109,16 @@ def _send(layer: Any, group: str, message: dict[str, Any]) -> None:
 def broadcast(chain_id: int, event: ChainEvent) -> None:
     """Send one event to everyone watching the chain. Live updates are best effort: never fail a write."""
     assert event["type"] in EVENT_TYPES, event["type"]
-    layer = get_channel_layer()
-    if layer is None:
+    from flows.relay import relay_current
+
+    relay = relay_current()
+    layer = None if relay is not None else get_channel_layer()
+    if relay is None and layer is None:
         return
     try:
+        if relay is not None:  # another process serves the browsers (flows.relay): it broadcasts for us
+            relay.send_event(chain_id, dict(event))
+            return
         _send(layer, group_name(chain_id), {"type": "chain.event", "event": dict(event)})
     except Exception:  # a dead Redis must not turn an append into an error; the page catches up by seq
         log.warning("broadcast of %s to chain %s failed", event["type"], chain_id, exc_info=True)

@@ -7,17 +7,35 @@ check makes the re-run write at most one new view.
 from __future__ import annotations
 
 import logging
+import urllib.error
+from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from flows import selectors
+from flows.relay import relay_current
 
-__all__ = ["summarize_chain_task", "compact_chain_task", "fit_chain_task"]
+__all__ = ["RelayableTask", "summarize_chain_task", "compact_chain_task", "fit_chain_task", "RELAYED_TASKS"]
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="flows.summarize_chain")
+class RelayableTask(Task):
+    """Queued on the running server's worker when this process relays to one (flows.relay), else as usual."""
+
+    def apply_async(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        relay = relay_current()
+        if relay is None or kwargs:
+            return super().apply_async(args, kwargs, **options)
+        try:
+            relay.queue_task(self.name, list(args or ()))
+        except (urllib.error.URLError, OSError, ValueError):
+            # The server went away: it queues chains whose view is behind when it starts again.
+            log.warning("could not hand %s%s to the running server", self.name, tuple(args or ()), exc_info=True)
+        return None
+
+
+@shared_task(name="flows.summarize_chain", base=RelayableTask)
 def summarize_chain_task(chain_id: int) -> int | None:
     """Summarize after an agent turn. Returns the recorded event's id (None when nothing changed)."""
     from flows.services.views import chain_summarize
@@ -29,7 +47,7 @@ def summarize_chain_task(chain_id: int) -> int | None:
     return event.pk if event else None
 
 
-@shared_task(name="flows.compact_chain")
+@shared_task(name="flows.compact_chain", base=RelayableTask)
 def compact_chain_task(chain_id: int, event_id: int | None = None) -> int | None:
     """Manual compaction; the RUNNING event was created by the request, so a re-delivery finishes it once."""
     from flows.services.views import chain_compact
@@ -47,7 +65,7 @@ def compact_chain_task(chain_id: int, event_id: int | None = None) -> int | None
     return chain_compact(chain_id=chain_id, instructions=instructions, event_id=event_id).pk
 
 
-@shared_task(name="flows.fit_chain")
+@shared_task(name="flows.fit_chain", base=RelayableTask)
 def fit_chain_task(chain_id: int) -> int | None:
     """Fit the current view to the model's window on demand."""
     from flows.services.views import chain_fit
@@ -56,3 +74,11 @@ def fit_chain_task(chain_id: int) -> int | None:
         return None
     event = chain_fit(chain_id=chain_id, trigger="window")
     return event.pk if event else None
+
+
+# What another process may queue here through the relay: name -> (task, fewest and most arguments).
+RELAYED_TASKS: dict[str, tuple[Task, int, int]] = {
+    "flows.summarize_chain": (summarize_chain_task, 1, 1),
+    "flows.compact_chain": (compact_chain_task, 1, 2),
+    "flows.fit_chain": (fit_chain_task, 1, 1),
+}

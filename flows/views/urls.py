@@ -1,7 +1,7 @@
 """Page routes (included by flows/urls.py at the site root)."""
 from django.urls import path
 
-from . import chain, compact, flow_detail, flows_list, settings_page
+from . import chain, compact, flow_detail, flows_list, relay, settings_page
 
 urlpatterns = [
     path("", flows_list.flows_list_page, name="flows-list"),
@@ -12,4 +12,5 @@ urlpatterns = [
     path("chains/<int:chain_id>/compact/", compact.chain_compact_page, name="chain-compact"),
     path("settings/", settings_page.settings_page, name="settings"),
     path("settings/export.env", settings_page.settings_export, name="settings-export"),
+    path("internal/relay/", relay.relay_endpoint, name="internal-relay"),
 ]

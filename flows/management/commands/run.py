@@ -1,7 +1,9 @@
 """`manage.py run`: the whole product on one machine (migrations, demo user, Celery worker, Daphne, demo).
 
 Without REDIS_URL everything shares this process: the memory broker feeds a worker thread and the
-in-memory channel layer carries its events to the browsers Daphne serves. With REDIS_URL set, workers are
+in-memory channel layer carries its events to the browsers Daphne serves. Other processes on this machine
+(`replay`, `import_chain`, `demo`) reach both through `/internal/relay/` (flows.relay), and chains written while
+no server ran get their summarization queued at start. With REDIS_URL set, workers are
 separate processes (`celery -A pentagi_web worker`), unless `--embedded-worker` asks for one in here too.
 """
 from __future__ import annotations
@@ -13,6 +15,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from flows import selectors
+from flows.relay import server_publish, server_unpublish
 from flows.services import user_ensure
 
 log = logging.getLogger(__name__)
@@ -35,16 +39,31 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         user = self._ensure_demo_user()
         worker = self._start_worker(force=embedded_worker)
+        if worker is not None:
+            self._catch_up()
         if not no_demo:
             self._start_demo(user)
         url = f"http://{host}:{port}/"
+        if not settings.REDIS_URL:
+            server_publish(host=host, port=port)
         self.stdout.write(self.style.SUCCESS(f"pentagi-web is listening on {url}"), ending="\n")
         self.stdout.flush()
         try:
             _serve(host=host, port=port)
         finally:
+            server_unpublish()
             if worker is not None:
                 worker.stop()
+
+    def _catch_up(self) -> None:
+        """Summarize what was written while no worker ran (an import or replay without a server)."""
+        from flows.tasks import summarize_chain_task
+
+        behind = selectors.chains_behind_their_view()
+        for chain_id in behind:
+            summarize_chain_task.delay(chain_id)
+        if behind:
+            self.stdout.write(f"queued the summarization of {len(behind)} chain(s) written while no worker ran")
 
     def _ensure_demo_user(self):
         """Create the demo user once; its random password is printed once and only its hash is stored."""
