@@ -1,11 +1,12 @@
 """Page routes (included by flows/urls.py at the site root)."""
 from django.urls import path
 
-from . import chain, compact, flow_detail, flows_list, relay, settings_page
+from . import chain, compact, flow_detail, flows_list, relay, settings_page, upload
 
 urlpatterns = [
     path("", flows_list.flows_list_page, name="flows-list"),
     path("flows/<int:flow_id>/", flow_detail.flow_page, name="flow-detail"),
+    path("flows/upload/", upload.upload_page, name="flow-upload"),
     path("chains/<int:chain_id>/", chain.chain_page, name="chain-detail"),
     path("chains/<int:chain_id>/view-panel/", chain.chain_view_panel, name="chain-view-panel"),
     path("chains/<int:chain_id>/messages/<int:seq>.txt", chain.chain_message_text, name="chain-message-text"),

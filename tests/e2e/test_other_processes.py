@@ -65,3 +65,23 @@ def test_a_chain_imported_by_another_process_gets_its_view(page, server, tmp_pat
     page.reload()
     assert page.locator(".vmsg").count() > 0
     screenshot(page, "other-process-import")
+
+
+def test_a_transcript_uploaded_in_the_browser_replays_live(page, server, tmp_path):
+    messages = campaign(seed=7)
+    transcript = tmp_path / "uploaded.json"
+    transcript.write_text(json.dumps(messages))
+    page.goto(server.url + "/")
+    page.click("text=Upload a transcript…")
+    page.set_input_files("#id_file", str(transcript))
+    page.fill("#id_title", "Uploaded live")
+    page.check("#id_replay")
+    page.fill("#id_speed", "4")
+    screenshot(page, "upload-form")
+    page.click("button[type=submit]:has-text('Upload')")
+    page.wait_for_selector("#live-status[data-state='live']")
+    page.evaluate("window.__notReloaded = true")
+    wait_for_seq(page, len(messages))  # arrives turn by turn over the socket, no reload
+    assert page.evaluate("window.__notReloaded") is True
+    page.wait_for_function("window.pentagiLive.state.stats.swaps > 0")
+    screenshot(page, "upload-replayed")
