@@ -9,9 +9,10 @@ import copy
 import random
 from typing import Any
 
-from flows.models import Chain, Message
+from flows.models import Chain
 from flows.services import view_records as records
 from flows.services.memory import identifier_text
+from flows.services.preview_cache import ChainData, cached_summarizer, chain_data, identifiers_of
 from flows.services.views import view_current, window_for
 
 __all__ = ["PREVIEW_SEED", "chain_preview", "identifier_retention"]
@@ -32,16 +33,22 @@ def _effective_row(chain: Chain, settings: dict[str, Any]):
     return row
 
 
-def identifier_retention(raw: list[dict[str, Any]], seqs: list[int], view: list[dict[str, Any]],
-                         lineage: list[list[int]], fresh: list[bool]) -> float | None:
-    """Share of the identifiers in raw messages replaced by summaries that still appear in the view text."""
-    from summarizer.identifiers import extract_identifiers, missing_identifiers
+def identifier_retention(data: ChainData, view: list[dict[str, Any]], lineage: list[list[int]],
+                      fresh: list[bool]) -> float | None:
+    """Share of the identifiers in raw messages replaced by summaries that still appear in the view text.
 
-    replaced = {s for lin, new in zip(lineage, fresh) if new for s in lin}
-    ids = extract_identifiers("\n".join(identifier_text(m) for m, seq in zip(raw, seqs) if seq in replaced))
+    Each raw message's identifiers are extracted once per chain (preview_cache), not on every preview."""
+    from summarizer.identifiers import is_case_insensitive_id, missing_identifiers
+
+    replaced = {s for lin, new in zip(lineage, fresh, strict=False) if new for s in lin}
+    ids: dict[str, str] = {}
+    for message, seq in zip(data.raw, data.seqs, strict=True):
+        if seq in replaced:
+            for value in identifiers_of(data, seq, message):
+                ids.setdefault(value.upper() if is_case_insensitive_id(value) else value, value)
     if not ids:
         return None
-    missing = missing_identifiers(ids, "\n".join(identifier_text(m) for m in view))
+    missing = missing_identifiers(list(ids.values()), "\n".join(identifier_text(m) for m in view))
     return round(1 - len(missing) / len(ids), 4)
 
 
@@ -78,10 +85,10 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
     from summarizer.summarize import summarize_chain
 
     row = _effective_row(chain, settings)
-    rows = list(Message.objects.filter(chain=chain).order_by("seq"))
-    raw, seqs = [m.to_dict() for m in rows], [m.seq for m in rows]
     model = chain.agent.flow.model_name or None
-    summarize = make_extractive()
+    data = chain_data(chain=chain, model=model)
+    raw, seqs = copy.deepcopy(data.raw), data.seqs  # the cached messages must outlive whatever the engine does
+    summarize = cached_summarizer(make_extractive())  # deterministic, so a repeated prompt has the same answer
     result = summarize_chain(raw, summarizer_config_for(row), summarize, id_template=chain.tool_call_id_template
                              or None, lineage_in=[[s] for s in seqs], rng=random.Random(PREVIEW_SEED))
     view, lineage, calls = result.messages, [list(x) for x in result.lineage], result.calls
@@ -90,8 +97,8 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
         view, lineage, fit_calls, window = _fit(chain, row, view, lineage, summarize)
         calls += fit_calls
     fresh = records.fresh_mask(view, raw)
-    bytes_before, bytes_after = records.view_bytes(raw), records.view_bytes(view)
-    tokens_before, tokens_after = records.view_tokens(raw, model=model), records.view_tokens(view, model=model)
+    bytes_before, bytes_after = data.bytes, records.view_bytes(view)
+    tokens_before, tokens_after = data.tokens, records.view_tokens(view, model=model)
     current = view_current(chain=chain)
     return {
         "view": view, "lineage": lineage, "sections": records.section_records(view, lineage), "window": window,
@@ -99,7 +106,7 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
         "stats": {"bytes_before": bytes_before, "bytes_after": bytes_after, "tokens_before": tokens_before,
                   "tokens_after": tokens_after, "calls": calls, "bytes_saved": bytes_before - bytes_after,
                   "tokens_saved": tokens_before - tokens_after,
-                  "identifier_retention": identifier_retention(raw, seqs, view, lineage, fresh)},
+                  "identifier_retention": identifier_retention(data, view, lineage, fresh)},
         "current": ({"bytes": current.byte_size, "tokens": current.token_count, "messages": len(current.messages)}
                     if current else {"bytes": bytes_before, "tokens": tokens_before, "messages": len(raw)}),
     }
