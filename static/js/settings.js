@@ -39,7 +39,8 @@ async function preview() {
   state.stats.sent += 1;
   document.body.dataset.preview = "loading";
   try {
-    const res = await fetch(form.action, { method: "POST", body, headers: { "X-Partial": "preview" },
+    // form.getAttribute: form.action would be the buttons named "action", not the URL
+    const res = await fetch(form.getAttribute("action"), { method: "POST", body, headers: { "X-Partial": "preview" },
       credentials: "same-origin", signal: state.controller.signal });
     const html = await res.text();
     if (mine !== state.seq) return;
