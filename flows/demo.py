@@ -35,6 +35,7 @@ from .services import (
     model_window_ensure,
     settings_save,
 )
+from .services.replay import turn_batches  # re-exported: the demo and replays split chains the same way
 
 __all__ = [
     "DEMO_MODEL", "DEMO_WINDOW_TOKENS", "DEMO_SETTINGS", "DEMO_HOSTS", "DemoHandle", "demo_start", "demo_stop",
@@ -220,19 +221,3 @@ def demo_stop(flow_id: int, *, timeout_seconds: float = 10.0) -> bool:
     handle.stop.set()
     handle.thread.join(timeout=timeout_seconds)
     return True
-
-
-def turn_batches(messages: list[Message]) -> list[list[Message]]:
-    """Split a chain into what an agent sends at once: the opening system/user messages, then each assistant
-    message with the tool results that answer it, and each later user message on its own."""
-    batches: list[list[Message]] = []
-    for m in messages:
-        role = m.get("role")
-        opening = batches and all(x.get("role") in ("system", "user") for x in batches[-1]) and len(batches) == 1
-        if role == "tool" and batches:
-            batches[-1].append(m)
-        elif role in ("system", "user") and opening:
-            batches[-1].append(m)
-        else:
-            batches.append([m])
-    return batches

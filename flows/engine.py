@@ -31,6 +31,7 @@ from summarizer import (
     extract_identifiers,
     fit_to_window,
     import_chain,
+    is_case_insensitive_id,
     is_context_overflow_error,
     is_estimate,
     lookup_model,
@@ -64,7 +65,7 @@ __all__ = [
     # tokens and the model catalog
     "count_tokens", "message_tokens", "is_estimate", "ModelInfo", "lookup_model", "window_from_models_payload",
     # identifiers (memory notes, preview retention)
-    "extract_identifiers", "missing_identifiers", "extract_findings",
+    "extract_identifiers", "missing_identifiers", "extract_findings", "is_case_insensitive_id",
     # transcript formats
     "FORMATS", "FormatError", "import_chain", "export_chain",
     # settings: one declaration per engine setting, PentAGI's boolean parser, the window check

@@ -13,6 +13,8 @@ from typing import Any, Literal, TypedDict
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from flows.relay import relay_current
+
 __all__ = [
     "MessageAppendedEvent", "ViewUpdatedEvent", "CompactionStartedEvent", "CompactionCompletedEvent",
     "CompactionFailedEvent", "ChainEvent", "EVENT_TYPES", "group_name", "broadcast", "bind_event_loop",
@@ -112,10 +114,14 @@ def _send(layer: Any, group: str, message: dict[str, Any]) -> None:
 def broadcast(chain_id: int, event: ChainEvent) -> None:
     """Send one event to everyone watching the chain. Live updates are best effort: never fail a write."""
     assert event["type"] in EVENT_TYPES, event["type"]
-    layer = get_channel_layer()
-    if layer is None:
+    relay = relay_current()
+    layer = None if relay is not None else get_channel_layer()
+    if relay is None and layer is None:
         return
     try:
+        if relay is not None:  # another process serves the browsers (flows.relay): it broadcasts for us
+            relay.send_event(chain_id, dict(event))
+            return
         _send(layer, group_name(chain_id), {"type": "chain.event", "event": dict(event)})
     except Exception:  # a dead Redis must not turn an append into an error; the page catches up by seq
         log.warning("broadcast of %s to chain %s failed", event["type"], chain_id, exc_info=True)

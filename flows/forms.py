@@ -6,12 +6,14 @@ from typing import Any
 
 from django import forms
 
-from flows.models import ProviderConfig, SummarizerSettings
+from flows.engine import FORMATS
+from flows.models import Profile, ProviderConfig, SummarizerSettings
 from flows.settings_env import parse_env_text
 from flows.settings_registry import SettingsError, compaction_provider_choices, settings_validate
 from flows.settings_spec import AGENT, ASSISTANT, FIELDS_BY_NAME, SETTINGS_FIELDS, SettingSpec
 
-__all__ = ["SummarizerSettingsForm", "ProviderConfigForm", "EnvImportForm", "MAX_ENV_IMPORT_BYTES"]
+__all__ = ["SummarizerSettingsForm", "ProviderConfigForm", "EnvImportForm", "MAX_ENV_IMPORT_BYTES",
+           "TranscriptUploadForm"]
 
 MAX_ENV_IMPORT_BYTES = 64 * 1024  # a PentAGI .env is a few KB
 
@@ -103,3 +105,21 @@ class ProviderConfigForm(forms.ModelForm):
     def clean_api_key(self) -> str:
         key = self.cleaned_data.get("api_key", "")
         return key if key else (self.instance.api_key if self.instance.pk else "")
+
+
+FORMAT_LABELS = {"openai": "OpenAI chat JSON", "pentagi": "PentAGI msgchain JSON", "openclaw": "OpenClaw / pi JSONL"}
+
+
+class TranscriptUploadForm(forms.Form):
+    """The flows list's upload: a transcript file becomes a new flow, at once or replayed live turn by turn."""
+
+    file = forms.FileField(help_text="OpenAI chat JSON, PentAGI msgchain JSON or OpenClaw/pi JSONL.")
+    format = forms.ChoiceField(choices=[("", "Detect from the file"), *[(f, FORMAT_LABELS.get(f, f)) for f in FORMATS]],
+                               required=False)
+    title = forms.CharField(max_length=200, required=False, help_text="Default: the file name.")
+    profile = forms.ChoiceField(choices=Profile.choices, initial=Profile.AGENT,
+                                help_text="Which summarizer settings apply (PentAGI's agent or assistant).")
+    replay = forms.BooleanField(required=False, label="Replay it live",
+                                help_text="Append it turn by turn and watch it being summarized, instead of at once.")
+    speed = forms.FloatField(min_value=0.1, max_value=100, initial=2, required=False,
+                             help_text="Turns per second when replaying (1 = one turn a second).")

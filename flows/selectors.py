@@ -1,14 +1,14 @@
 """Reads for pages, the API and consumers. Every query that depends on who asks takes `user`."""
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 
 from .models import Chain, ChainView, Flow, Message, SummaryEvent
 
 __all__ = [
     "flows_visible_to", "chain_visible_to", "chains_visible_to", "flow_get_visible", "chain_get_visible",
     "chain_messages", "chain_raw_messages", "chain_view_latest", "chain_events", "chain_exists", "chain_message",
-    "event_instructions", "flow_chain_for_export",
+    "event_instructions", "flow_chain_for_export", "chains_behind_their_view",
 ]
 
 
@@ -75,3 +75,10 @@ def flow_chain_for_export(*, flow: Flow, chain_id: int | None) -> Chain | None:
     if chain_id is not None:
         return chains.filter(pk=chain_id).first()
     return chains.filter(is_active=True).order_by("agent_id").first()
+
+
+def chains_behind_their_view() -> list[int]:
+    """Active chains holding raw messages their newest view does not cover (written while no worker ran)."""
+    seen = ChainView.objects.filter(chain=OuterRef("pk"), version=OuterRef("view_version")).values("raw_seq_to")
+    return list(Chain.objects.filter(is_active=True, last_seq__gt=0).annotate(seen=Subquery(seen[:1]))
+                .filter(Q(seen__isnull=True) | Q(seen__lt=F("last_seq"))).order_by("pk").values_list("pk", flat=True))

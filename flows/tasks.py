@@ -7,19 +7,37 @@ re-delivered; the services' version check makes the re-run write at most one new
 from __future__ import annotations
 
 import logging
+import urllib.error
+from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from flows import selectors
+from flows.relay import relay_current
 from flows.services import chain_compact, chain_fit, chain_summarize
 from flows.services.queue import COMPACT_CHAIN, FIT_CHAIN, SUMMARIZE_CHAIN
 
-__all__ = ["summarize_chain_task", "compact_chain_task", "fit_chain_task"]
+__all__ = ["RelayableTask", "summarize_chain_task", "compact_chain_task", "fit_chain_task", "RELAYED_TASKS"]
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name=SUMMARIZE_CHAIN)
+class RelayableTask(Task):
+    """Queued on the running server's worker when this process relays to one (flows.relay), else as usual."""
+
+    def apply_async(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        relay = relay_current()
+        if relay is None or kwargs:
+            return super().apply_async(args, kwargs, **options)
+        try:
+            relay.queue_task(self.name, list(args or ()))
+        except (urllib.error.URLError, OSError, ValueError):
+            # The server went away: it queues chains whose view is behind when it starts again.
+            log.warning("could not hand %s%s to the running server", self.name, tuple(args or ()), exc_info=True)
+        return None
+
+
+@shared_task(name=SUMMARIZE_CHAIN, base=RelayableTask)
 def summarize_chain_task(chain_id: int) -> int | None:
     """Summarize after an agent turn. Returns the recorded event's id (None when nothing changed)."""
     if not selectors.chain_exists(chain_id=chain_id):
@@ -29,7 +47,7 @@ def summarize_chain_task(chain_id: int) -> int | None:
     return event.pk if event else None
 
 
-@shared_task(name=COMPACT_CHAIN)
+@shared_task(name=COMPACT_CHAIN, base=RelayableTask)
 def compact_chain_task(chain_id: int, event_id: int | None = None) -> int | None:
     """Manual compaction; the RUNNING event was created by the request, so a re-delivery finishes it once."""
     if not selectors.chain_exists(chain_id=chain_id):
@@ -45,10 +63,18 @@ def compact_chain_task(chain_id: int, event_id: int | None = None) -> int | None
     return chain_compact(chain_id=chain_id, instructions=instructions, event_id=event_id).pk
 
 
-@shared_task(name=FIT_CHAIN)
+@shared_task(name=FIT_CHAIN, base=RelayableTask)
 def fit_chain_task(chain_id: int) -> int | None:
     """Fit the current view to the model's window on demand."""
     if not selectors.chain_exists(chain_id=chain_id):
         return None
     event = chain_fit(chain_id=chain_id, trigger="window")
     return event.pk if event else None
+
+
+# What another process may queue here through the relay: name -> (task, fewest and most arguments).
+RELAYED_TASKS: dict[str, tuple[Task, int, int]] = {
+    "flows.summarize_chain": (summarize_chain_task, 1, 1),
+    "flows.compact_chain": (compact_chain_task, 1, 2),
+    "flows.fit_chain": (fit_chain_task, 1, 1),
+}

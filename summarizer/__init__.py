@@ -34,7 +34,7 @@ from .fallback import retry_call, summarize_with_fallback
 from .fit_plan import FitPlan, effective_reserve, plan_fit
 from .formats import FORMATS, FormatError, detect_format, export_chain, import_chain
 from .handler import SummaryCache, cap_input, with_cap_and_cache
-from .identifiers import extract_findings, extract_identifiers, missing_identifiers
+from .identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 from .ledger import with_ledger
 from .messages import MessageError, chain_bytes, content_text, message_size, validate_messages
 from .overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
@@ -76,7 +76,7 @@ __all__ = [
     "unregister_compaction_provider", "prune_view", "PruneSettings", "assert_valid_view", "InvalidView",
     "registered_compaction_providers", "window_check", "MAX_INSTRUCTION_CHARS",
     # the deterministic ledger of audited findings appended to every model-written summary
-    "with_ledger",
+    "with_ledger", "is_case_insensitive_id",
     # settings: one declaration per setting, one boolean parser (Go's strconv.ParseBool set)
     "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
 ]

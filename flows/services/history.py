@@ -33,7 +33,7 @@ from flows.text_input import lone_surrogate_path, plain_text_problem
 __all__ = [
     "MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "flow_create",
     "flow_set_status", "agent_create",
-    "chain_append", "chain_import", "api_token_create", "turn_completed",
+    "chain_append", "chain_import", "api_token_create", "turn_completed", "transcript_validate",
 ]
 
 log = logging.getLogger(__name__)
@@ -290,6 +290,16 @@ def _after_append(chain_id: int, rows: list[Message], turn_done: bool) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- import
+
+def transcript_validate(messages: Any) -> list[dict[str, Any]]:
+    """Check a whole transcript as a new chain would (shape, order, tool pairing) without writing anything.
+
+    A live replay appends it turn by turn later; checking it all first means it never stops half-way.
+    """
+    batch = _validate_batch(messages, MAX_IMPORT_MESSAGES)
+    _check_pairing(_Tail(empty=True, calls={}, answered=set(), open_pair=False), batch)
+    return batch
+
 
 def chain_import(*, owner, data: Any, fmt: str | None = None, title: str = "", model_name: str = "",
                  agent_type: str = "primary_agent", profile: str = Profile.AGENT) -> Chain:

@@ -11,15 +11,16 @@ from typing import Any
 
 from flows.engine import (
     ContextTooLarge,
-    extract_identifiers,
     fit_to_window,
+    is_case_insensitive_id,
     make_extractive,
     missing_identifiers,
     summarize_chain,
 )
-from flows.models import Chain, Message, SummarizerSettings
+from flows.models import Chain, SummarizerSettings
 from flows.services import view_records as records
 from flows.services.memory import identifier_text
+from flows.services.preview_cache import ChainData, cached_summarizer, chain_data, identifiers_of
 from flows.services.runs import view_current, window_for
 from flows.services.summarizers import SummarizeFn
 from flows.settings_registry import settings_for, settings_validate, summarizer_config_for
@@ -40,15 +41,20 @@ def _effective_row(chain: Chain, settings: dict[str, Any]) -> SummarizerSettings
     return row
 
 
-def identifier_retention(raw: list[dict[str, Any]], seqs: list[int], view: list[dict[str, Any]],
-                         lineage: list[list[int]], fresh: list[bool]) -> float | None:
-    """Share of the identifiers in raw messages replaced by summaries that still appear in the view text."""
+def identifier_retention(data: ChainData, view: list[dict[str, Any]], lineage: list[list[int]],
+                         fresh: list[bool]) -> float | None:
+    """Share of the identifiers in raw messages replaced by summaries that still appear in the view text.
+
+    Each raw message's identifiers are extracted once per chain (preview_cache), not on every preview."""
     replaced = {s for lin, new in zip(lineage, fresh, strict=False) if new for s in lin}
-    replaced_text = "\n".join(identifier_text(m) for m, seq in zip(raw, seqs, strict=False) if seq in replaced)
-    ids = extract_identifiers(replaced_text)
+    ids: dict[str, str] = {}
+    for message, seq in zip(data.raw, data.seqs, strict=True):
+        if seq in replaced:
+            for value in identifiers_of(data, seq, message):
+                ids.setdefault(value.upper() if is_case_insensitive_id(value) else value, value)
     if not ids:
         return None
-    missing = missing_identifiers(ids, "\n".join(identifier_text(m) for m in view))
+    missing = missing_identifiers(list(ids.values()), "\n".join(identifier_text(m) for m in view))
     return round(1 - len(missing) / len(ids), 4)
 
 
@@ -79,10 +85,10 @@ def _fit(chain: Chain, row: SummarizerSettings, view: list[dict[str, Any]], line
 def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
     """The view `settings` would give on the chain's raw messages (extractive summarizer; nothing saved)."""
     row = _effective_row(chain, settings)
-    rows = list(Message.objects.filter(chain=chain).order_by("seq"))
-    raw, seqs = [m.to_dict() for m in rows], [m.seq for m in rows]
     model = chain.agent.flow.model_name or None
-    summarize = make_extractive()
+    data = chain_data(chain=chain, model=model)
+    raw, seqs = copy.deepcopy(data.raw), data.seqs  # the cached messages must outlive whatever the engine does
+    summarize = cached_summarizer(make_extractive())  # deterministic, so a repeated prompt has the same answer
     result = summarize_chain(raw, summarizer_config_for(row), summarize, id_template=chain.tool_call_id_template
                              or None, lineage_in=[[s] for s in seqs], rng=random.Random(PREVIEW_SEED))
     view, lineage, calls = result.messages, [list(x) for x in result.lineage], result.calls
@@ -91,8 +97,8 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
         view, lineage, fit_calls, window = _fit(chain, row, view, lineage, summarize)
         calls += fit_calls
     fresh = records.fresh_mask(view, raw)
-    bytes_before, bytes_after = records.view_bytes(raw), records.view_bytes(view)
-    tokens_before, tokens_after = records.view_tokens(raw, model=model), records.view_tokens(view, model=model)
+    bytes_before, bytes_after = data.bytes, records.view_bytes(view)
+    tokens_before, tokens_after = data.tokens, records.view_tokens(view, model=model)
     current = view_current(chain=chain)
     return {
         "view": view, "lineage": lineage, "sections": records.section_records(view, lineage), "window": window,
@@ -100,7 +106,7 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
         "stats": {"bytes_before": bytes_before, "bytes_after": bytes_after, "tokens_before": tokens_before,
                   "tokens_after": tokens_after, "calls": calls, "bytes_saved": bytes_before - bytes_after,
                   "tokens_saved": tokens_before - tokens_after,
-                  "identifier_retention": identifier_retention(raw, seqs, view, lineage, fresh)},
+                  "identifier_retention": identifier_retention(data, view, lineage, fresh)},
         "current": ({"bytes": current.byte_size, "tokens": current.token_count, "messages": len(current.messages)}
                     if current else {"bytes": bytes_before, "tokens": tokens_before, "messages": len(raw)}),
     }

@@ -10,6 +10,7 @@ from ..selectors_pages import chain_for_page, chain_tool_names, view_for_chain
 from ..services import chain_preview
 from ..settings_registry import SettingsError
 from .chain_layout import view_rows
+from .preview_diff import diff_views
 
 __all__ = ["preview_context"]
 
@@ -34,12 +35,13 @@ def preview_context(request: HttpRequest, *, chain_id: int | None, settings: dic
     stats = result.get("stats", {})
     cur = result.get("current", {})
     retention = stats.get("identifier_retention")
+    preview_rows = _rows(result.get("view", []), result.get("lineage", []), names, model)
+    current_rows = _rows(current.messages, current.lineage, names, model) if current else []
     return {
         "chain": chain, "error": result.get("error") or "", "stats": stats, "current": cur,
         "window": result.get("window", {}),
         "retention_pct": None if retention is None else round(100 * retention, 1),
         "delta_bytes": stats.get("bytes_after", 0) - cur.get("bytes", 0),
         "delta_tokens": stats.get("tokens_after", 0) - cur.get("tokens", 0),
-        "preview_rows": _rows(result.get("view", []), result.get("lineage", []), names, model),
-        "current_rows": _rows(current.messages, current.lineage, names, model) if current else [],
+        "preview_rows": preview_rows, "current_rows": current_rows, "diff": diff_views(current_rows, preview_rows),
     }

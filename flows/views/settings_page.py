@@ -35,9 +35,11 @@ from ..settings_registry import (
 )
 from .preview import preview_context
 
-__all__ = ["settings_page", "settings_export", "settings_import", "form_data"]
+__all__ = ["settings_page", "settings_export", "settings_import", "form_data", "differs_from_default"]
 
 PREVIEW_CHAIN_CHOICES = 50
+PREVIEW_PARTIAL = "flows/partials/preview.html"
+PARTIAL_HEADER = "X-Partial"  # "preview": answer with the preview section only (static/js/settings.js)
 GROUP_TITLES = {"summarizer": "Chain summarizer (PentAGI, sizes in bytes)",
                 "compaction": "Compaction: fitting the model's window (tokens)"}
 
@@ -63,6 +65,17 @@ def form_data(post: Mapping[str, Any], profile: str) -> dict[str, Any]:
     return data
 
 
+def differs_from_default(value: Any, default: Any) -> bool:
+    """Whether a shown value really differs from the default: a re-rendered form holds the posted strings
+    ("51200", "" for auto), which must not read as changes against the typed defaults (51200, None)."""
+    if isinstance(default, bool):
+        return (value in (True, "on", "true", "1")) != default
+    value_empty, default_empty = value in (None, ""), default in (None, "")
+    if value_empty or default_empty:
+        return value_empty != default_empty
+    return str(value).strip() != str(default)
+
+
 def _fields(profile: str, values: Mapping[str, Any], errors: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
     defaults = defaults_for(profile)
     warnings = settings_warnings(values)
@@ -76,7 +89,7 @@ def _fields(profile: str, values: Mapping[str, Any], errors: Mapping[str, str]) 
             "name": spec.name, "env": spec.env[profile] or "", "kind": kind, "unit": spec.unit,
             "help": spec.help, "default": defaults[spec.name], "value": "" if value is None else value,
             "choices": choices, "editable": spec.editable(profile), "bounds": spec.bounds,
-            "changed": value != defaults[spec.name], "error": errors.get(spec.name, ""),
+            "changed": differs_from_default(value, defaults[spec.name]), "error": errors.get(spec.name, ""),
             "warning": warnings.get(spec.name, ""),
         })
     return {GROUP_TITLES.get(g, g): rows for g, rows in groups.items()}
@@ -115,6 +128,11 @@ def _render(request: HttpRequest, *, profile: str, flow: Flow | None, values: Ma
     return render(request, "flows/settings.html", context, status=status)
 
 
+def _wants_partial(request: HttpRequest) -> bool:
+    """static/js/settings.js previews as you type and swaps in only the preview section."""
+    return request.headers.get(PARTIAL_HEADER) == "preview"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def settings_page(request: HttpRequest) -> HttpResponse:
@@ -129,12 +147,18 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     try:
         cleaned = settings_validate(data, base=row, profile=profile)
     except SettingsError as exc:
+        if _wants_partial(request) and request.POST.get("action") == "preview":
+            error = "; ".join(f"{name}: {message}" for name, message in exc.errors.items())
+            return render(request, PREVIEW_PARTIAL, {"preview": {"error": error}}, status=400)
         return _render(request, profile=profile, flow=flow, values=posted, errors=exc.errors, chain_id=chain_id,
                        status=400)
     if request.POST.get("action") == "preview":
         preview = preview_context(request, chain_id=chain_id, settings={**settings_values(row), **cleaned})
-        return _render(request, profile=profile, flow=flow, values=posted, preview=preview, chain_id=chain_id,
-                       status=400 if preview.get("error") else 200)
+        status = 400 if preview.get("error") else 200
+        if _wants_partial(request):
+            return render(request, PREVIEW_PARTIAL, {"preview": preview}, status=status)
+        return _render(request, profile=profile, flow=flow, values={**settings_values(row), **cleaned},
+                       preview=preview, chain_id=chain_id, status=status)
     return _save(request, profile=profile, flow=flow, data=cleaned, chain_id=chain_id)
 
 

@@ -1,11 +1,13 @@
 """Page routes (included by flows/urls.py at the site root)."""
 from django.urls import path
 
-from . import chain, compact, flow_detail, flows_list, settings_page
+from . import chain, compact, flow_detail, flows_list, relay, settings_page, upload
 
 urlpatterns = [
     path("", flows_list.flows_list_page, name="flows-list"),
     path("flows/<int:flow_id>/", flow_detail.flow_page, name="flow-detail"),
+    path("flows/upload/", upload.upload_page, name="flow-upload"),
+    path("flows/<int:flow_id>/timeline/", flow_detail.flow_timeline_fragment, name="flow-timeline"),
     path("chains/<int:chain_id>/", chain.chain_page, name="chain-detail"),
     path("chains/<int:chain_id>/view-panel/", chain.chain_view_panel, name="chain-view-panel"),
     path("chains/<int:chain_id>/messages/<int:seq>.txt", chain.chain_message_text, name="chain-message-text"),
@@ -13,4 +15,5 @@ urlpatterns = [
     path("settings/", settings_page.settings_page, name="settings"),
     path("settings/export.env", settings_page.settings_export, name="settings-export"),
     path("settings/import-env/", settings_page.settings_import, name="settings-import"),
+    path("internal/relay/", relay.relay_endpoint, name="internal-relay"),
 ]

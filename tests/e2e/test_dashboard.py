@@ -115,10 +115,10 @@ def test_a_settings_preview_changes_the_shown_view_without_saving(page, server):
     page.fill("#id_max_bp_bytes", "512")
     page.click("#preview-btn")
     page.wait_for_selector("#preview-stats")
-    current = page.locator("#preview-current .vmsg").count()
-    new_view = page.locator("#preview-new .vmsg")
+    current = page.locator("#preview-diff .diff-cur .vmsg").count()
+    new_view = page.locator("#preview-diff .diff-new .vmsg")
     assert new_view.count() > 0
-    assert page.locator("#preview-new .is-summary").count() > page.locator("#preview-current .is-summary").count() \
+    assert page.locator(".diff-new .is-summary").count() > page.locator(".diff-cur .is-summary").count() \
         or new_view.count() != current
     screenshot(page, "settings-preview")
     assert server.db("SELECT count(*) FROM flows_settingschange") == before

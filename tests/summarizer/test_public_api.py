@@ -16,7 +16,7 @@ PUBLIC_NAMES = {
     "call_with_overflow_recovery", "register_compaction_provider", "get_compaction_provider",
     "unregister_compaction_provider", "prune_view", "PruneSettings", "assert_valid_view", "InvalidView",
     "registered_compaction_providers", "window_check", "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
-    "MAX_INSTRUCTION_CHARS", "with_ledger",
+    "MAX_INSTRUCTION_CHARS", "with_ledger", "is_case_insensitive_id",
 }
 
 

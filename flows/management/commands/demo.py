@@ -1,18 +1,18 @@
 """`manage.py demo`: play the built-in demo agent in the foreground (Ctrl-C stops it after the current turn).
 
 Views are computed by whatever worker is running: with REDIS_URL set, `manage.py run` or `celery -A
-pentagi_web worker`; without it, this command embeds a worker so summaries still happen. Browsers watch live
-through `manage.py run` (live events cross processes only through Redis; otherwise refresh the page).
+pentagi_web worker`; without it, a running `manage.py run` on this machine (flows.relay: its worker and its
+browsers get everything live), else a worker this command embeds so summaries still happen.
 """
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from flows.demo import DEMO_MAX_CAMPAIGNS, demo_create, demo_run
+from flows.management.background import background_start
 from flows.services import user_ensure
 
 
@@ -23,16 +23,6 @@ def owner_for(command: BaseCommand, username: str):
         command.stdout.write(command.style.WARNING(
             f"created user '{username}' with password '{password}' (shown once)"))
     return user
-
-
-def embedded_worker(command: BaseCommand):
-    """An in-process Celery worker when no Redis broker is configured (else the running workers do the work)."""
-    if settings.REDIS_URL:
-        return None
-    from flows.embedded_worker import start_embedded_worker
-
-    command.stdout.write("no REDIS_URL: running a Celery worker in this process for summaries")
-    return start_embedded_worker()
 
 
 class Command(BaseCommand):
@@ -48,7 +38,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, owner: str, speed: float, campaigns: int, no_worker: bool, **options: Any) -> None:
         if speed <= 0 or campaigns <= 0:
             raise CommandError("--speed and --campaigns must be positive")
-        worker = None if no_worker else embedded_worker(self)
+        background = background_start(self, want_worker=not no_worker)
         flow, chain = demo_create(owner=owner_for(self, owner))
         self.stdout.write(f"demo flow #{flow.pk} ({flow.title}): open /chains/{chain.pk}/")
         stop = threading.Event()
@@ -59,6 +49,5 @@ class Command(BaseCommand):
             self.stdout.write("stopped")
             return
         finally:
-            if worker is not None:
-                worker.stop()
+            background.stop()
         self.stdout.write(self.style.SUCCESS(f"demo finished: {count} messages in chain #{chain.pk}"))

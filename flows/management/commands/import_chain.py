@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from flows.engine import FORMATS, FormatError
+from flows.management.background import background_start
 from flows.services import AppendError, chain_import
 
 
@@ -35,10 +36,14 @@ class Command(BaseCommand):
             data = path.read_bytes()
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+        owner = self._owner(opts["owner"])
+        # A running server summarizes the import now; without one, `manage.py run` does when it starts.
+        background = background_start(self, want_worker=False)
         try:
-            chain = chain_import(owner=self._owner(opts["owner"]), data=data, fmt=opts["format"],
-                                 title=opts["title"] or path.name, agent_type=opts["agent_type"],
-                                 profile=opts["profile"])
+            chain = chain_import(owner=owner, data=data, fmt=opts["format"], title=opts["title"] or path.name,
+                                 agent_type=opts["agent_type"], profile=opts["profile"])
         except (FormatError, AppendError, ValueError) as exc:
             raise CommandError(f"{path}: {exc}") from None
+        finally:
+            background.stop()
         self.stdout.write(f"imported {chain.last_seq} messages: flow {chain.agent.flow_id}, chain {chain.pk}")

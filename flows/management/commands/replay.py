@@ -1,8 +1,9 @@
 """`manage.py replay FILE [--speed X] [--owner USER]`: replay a transcript live, turn by turn.
 
 Any format `summarizer.formats.import_chain` reads works (OpenAI JSON, PentAGI msgchain, OpenClaw JSONL).
-Restarting the same replay resumes it: the flow is found by title and owner, and messages already stored
-(by seq) are skipped, after checking the stored ones are the file's own.
+A running `manage.py run` gets every event and summarization live (flows.relay); without one, a worker
+embedded here summarizes. Restarting the same replay resumes it: the flow is found by title and owner, and
+messages already stored (by seq) are skipped, after checking the stored ones are the file's own.
 """
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from flows.demo import turn_batches
 from flows.engine import FormatError, import_chain
+from flows.management.background import background_start
 from flows.models import Chain, Flow, Message
 from flows.services import AppendError, agent_create, chain_append, flow_create
 
-from .demo import embedded_worker, owner_for
+from .demo import owner_for
 
 TURN_SECONDS = 1.0  # pause between batches at speed 1
 
@@ -82,12 +84,11 @@ class Command(BaseCommand):
         chain = resume_chain(owner=owner_for(self, owner), title=title or f"Replay: {file.name}", model=model, new=new)
         if not stored_prefix_matches(chain, messages):
             raise CommandError(f"chain #{chain.pk} holds other messages than {file.name}; pass --new")
-        worker = None if no_worker else embedded_worker(self)
+        background = background_start(self, want_worker=not no_worker)
         try:
             self._replay(chain, messages, speed)
         finally:
-            if worker is not None:
-                worker.stop()
+            background.stop()
 
     def _replay(self, chain: Chain, messages: list[dict[str, Any]], speed: float) -> None:
         done = chain.last_seq

@@ -1,7 +1,9 @@
 """`manage.py run`: the whole product on one machine (migrations, demo user, Celery worker, Daphne, demo).
 
 Without REDIS_URL everything shares this process: the memory broker feeds a worker thread and the
-in-memory channel layer carries its events to the browsers Daphne serves. With REDIS_URL set, workers are
+in-memory channel layer carries its events to the browsers Daphne serves. Other processes on this machine
+(`replay`, `import_chain`, `demo`) reach both through `/internal/relay/` (flows.relay), and chains written while
+no server ran get their summarization queued at start. With REDIS_URL set, workers are
 separate processes (`celery -A pentagi_web worker`), unless `--embedded-worker` asks for one in here too.
 """
 from __future__ import annotations
@@ -13,8 +15,12 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from flows import selectors
 from flows.demo import demo_start
+from flows.relay import server_publish, server_unpublish
 from flows.services import user_ensure
+from flows.services.queue import SUMMARIZE_CHAIN, enqueue
+from flows.services.recovery import abandoned_after_seconds, events_recover_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +43,29 @@ class Command(BaseCommand):
         user = self._ensure_demo_user()
         worker = self._start_worker(force=embedded_worker)
         if worker is not None:
-            self._recover_interrupted()
+            self._recover_interrupted()  # first: interrupted runs are closed or re-queued
+            self._catch_up()  # then chains whose view is behind their raw messages (e.g. imported meanwhile)
         if not no_demo:
             self._start_demo(user)
         url = f"http://{host}:{port}/"
+        if not settings.REDIS_URL:
+            server_publish(host=host, port=port)
         self.stdout.write(self.style.SUCCESS(f"pentagi-web is listening on {url}"), ending="\n")
         self.stdout.flush()
         try:
             _serve(host=host, port=port)
         finally:
+            server_unpublish()
             if worker is not None:
                 worker.stop()
+
+    def _catch_up(self) -> None:
+        """Summarize what was written while no worker ran (an import or replay without a server)."""
+        behind = selectors.chains_behind_their_view()
+        for chain_id in behind:
+            enqueue(SUMMARIZE_CHAIN, chain_id)
+        if behind:
+            self.stdout.write(f"queued the summarization of {len(behind)} chain(s) written while no worker ran")
 
     def _ensure_demo_user(self):
         """Create the demo user once; its random password is printed once and only its hash is stored."""
@@ -74,8 +92,6 @@ class Command(BaseCommand):
     def _recover_interrupted(self) -> None:
         """On the memory broker this worker is the only one: anything still running died with the previous
         process (with Redis, only runs older than twice the visibility timeout count as abandoned)."""
-        from flows.services.recovery import abandoned_after_seconds, events_recover_interrupted
-
         recovered = events_recover_interrupted(older_than_seconds=abandoned_after_seconds())
         if recovered.requeued_compactions or recovered.closed_as_failed:
             self.stdout.write(f"after the last stop: {recovered}")
