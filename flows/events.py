@@ -3,6 +3,11 @@
 Services and tasks call `broadcast(chain_id, event)`; consumers only forward what arrives on the group
 `chain-<id>`. Every event carries `type`, `chain_id` and, where relevant, the raw `seq` it is about, so a
 client that reconnects can ask for what it missed (`GET /api/chains/{id}/messages?after_seq=N`).
+
+Two frames exist only between the consumer and the browser (never broadcast): `AppendedUpTo`, which replaces a
+burst of `message.appended` events inside one coalescing window, and `Heartbeat`, sent every few seconds with the
+chain's stored `last_seq`. Both tell the page "the chain has messages up to seq N": a page holding less fetches
+the rest by seq, so a frame the channel layer dropped under load can delay a message but never lose it.
 """
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ from channels.layers import get_channel_layer
 
 __all__ = [
     "MessageAppended", "ViewUpdated", "CompactionStarted", "CompactionCompleted", "CompactionFailed",
-    "ChainEvent", "EVENT_TYPES", "group_name", "broadcast", "bind_event_loop",
+    "ChainEvent", "EVENT_TYPES", "AppendedUpTo", "Heartbeat", "FRAME_TYPES", "group_name", "broadcast",
+    "bind_event_loop",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,6 +75,31 @@ class CompactionFailed(TypedDict):
 
 ChainEvent = Union[MessageAppended, ViewUpdated, CompactionStarted, CompactionCompleted, CompactionFailed]
 EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.failed")
+
+
+class AppendedUpTo(TypedDict):
+    """Consumer -> browser: several appends arrived within one coalescing window, as one frame.
+
+    `messages` holds every message from `first_seq` to `last_seq` when the burst was small and gap-free, else it
+    is empty; a page holding less than `last_seq` after adding them fetches the rest by seq.
+    """
+
+    type: Literal["message.appended_up_to"]
+    chain_id: int
+    first_seq: int
+    last_seq: int
+    messages: list[dict[str, Any]]
+
+
+class Heartbeat(TypedDict):
+    """Consumer -> browser, every LIVE_HEARTBEAT_SECONDS: the chain's stored last seq (catch up if behind)."""
+
+    type: Literal["heartbeat"]
+    chain_id: int
+    last_seq: int
+
+
+FRAME_TYPES = ("hello", "message.appended_up_to", "heartbeat")
 
 
 def group_name(chain_id: int) -> str:

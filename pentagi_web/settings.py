@@ -138,16 +138,26 @@ REDIS_URL = os.environ.get("REDIS_URL", "").rstrip("/")
 # Namespace for every Redis key we write (broker queues, unacked sets, channel groups), so deployments or test
 # runs can share one Redis without taking each other's tasks or events.
 REDIS_KEY_PREFIX = os.environ.get("REDIS_KEY_PREFIX", "")
+# Frames one WebSocket viewer may have queued in the channel layer before new ones are dropped (channels'
+# default of 100 overflowed at 18 appends/s with 50 viewers). Consumers coalesce bursts and send a heartbeat
+# with the chain's last seq, so a drop delays a message until the page catches up; it never loses it.
+CHANNEL_CAPACITY = int(os.environ.get("CHANNEL_CAPACITY", 2000))
+# Seconds between the heartbeat frames (chain's last seq) each viewer's socket receives.
+LIVE_HEARTBEAT_SECONDS = float(os.environ.get("LIVE_HEARTBEAT_SECONDS", 5))
+# Appends arriving within this window after one was sent are coalesced into one "appended up to seq N" frame.
+LIVE_COALESCE_SECONDS = float(os.environ.get("LIVE_COALESCE_SECONDS", 0.25))
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                    "CONFIG": {"hosts": [REDIS_URL + "/1"], "prefix": REDIS_KEY_PREFIX + "asgi"}}
+                    "CONFIG": {"hosts": [REDIS_URL + "/1"], "prefix": REDIS_KEY_PREFIX + "asgi",
+                               "capacity": CHANNEL_CAPACITY}}
     }
     CELERY_BROKER_URL = REDIS_URL + "/0"
     CELERY_RESULT_BACKEND = REDIS_URL + "/0"
 else:
     # One process: the `run` command embeds the worker, so in-memory broker and layer are shared.
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
+                                  "CONFIG": {"capacity": CHANNEL_CAPACITY}}}
     CELERY_BROKER_URL = "memory://"
     CELERY_RESULT_BACKEND = "cache+memory://"
 

@@ -11,7 +11,7 @@ const NOTICE_LIMIT = 3;
 const CATCH_UP_MAX_ROUNDS = 50;
 
 const state = { ws: null, attempt: 0, lastSeq: 0, toolNames: new Map(), refreshing: false, refreshAgain: false,
-  catchingUp: false, catchUpAgain: false, selected: null, stats: { live: 0, caughtUp: 0, swaps: 0, reconnects: 0 } };
+  catchingUp: false, catchUpAgain: false, selected: null, stats: { live: 0, caughtUp: 0, swaps: 0, reconnects: 0, heartbeats: 0 } };
 
 const root = () => document.getElementById("chain-live");
 
@@ -176,6 +176,15 @@ function onEvent(ev) {
       state.stats.live += (ev.messages || []).length;
       appendMessages(ev.messages || []);
       if (ev.last_seq > state.lastSeq) catchUp(); // the event payload is capped; fetch the rest by seq
+      break;
+    case "message.appended_up_to": // a coalesced burst: its messages when small and whole, else only its range
+      state.stats.live += (ev.messages || []).length;
+      appendMessages(ev.messages || []);
+      if (ev.last_seq > state.lastSeq) catchUp();
+      break;
+    case "heartbeat": // the chain's stored last seq: a frame dropped under load is caught up here
+      state.stats.heartbeats += 1;
+      if (ev.last_seq > state.lastSeq) catchUp();
       break;
     case "view.updated":
       refreshPanel();

@@ -18,13 +18,6 @@ SUMMARY_CALL = "call_SUMMARYSUMMARYSUMMARY0"
 
 
 @pytest.fixture
-def client_for(user):
-    c = Client()
-    c.force_login(user)
-    return c
-
-
-@pytest.fixture
 def hostile_chain(make_chain):
     return make_chain([
         {"role": "system", "content": "You are a pentester."},
