@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from summarizer.messages import message_size
 
 from ..models import ChainView, Message
-from ..selectors_pages import is_summary_message, display_text
+from ..selectors_pages import PAGE_SIZE_MESSAGES, display_text, is_summary_message
 
 __all__ = ["PREVIEW_CHARS", "FULL_TEXT_CHARS", "RawRow", "ViewRow", "Band", "raw_row", "view_rows", "layout_bands",
            "seq_ranges", "message_bytes", "tool_name_of"]
@@ -41,6 +41,11 @@ class RawRow:
     @property
     def long(self) -> bool:
         return len(self.full) > len(self.preview)
+
+    @property
+    def page(self) -> int:
+        """The unfiltered page holding this seq (pages are fixed seq windows), for permalinks."""
+        return (self.seq - 1) // PAGE_SIZE_MESSAGES + 1
 
 
 @dataclass

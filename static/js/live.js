@@ -158,16 +158,29 @@ async function refreshPanel() {
   }
 }
 
-// One line per notice (full text on hover); a compaction's "started" line is replaced by its outcome.
+// One line per notice (full text on hover); a compaction's "started" line is replaced by its outcome. Notices of
+// compactions this page queued itself ("own") are kept while others scroll out, so they always report back.
+const ownEvents = new Set();
+
 function notice(text, kind, key) {
   const box = document.getElementById("notices");
   if (!box) return;
   const n = el("div", `notice${kind ? ` is-${kind}` : ""}`, text);
   n.title = text;
   if (key) n.dataset.key = key;
+  if (key && ownEvents.has(key)) n.classList.add("is-own");
   const old = key && [...box.children].find((c) => c.dataset.key === key);
   if (old) old.replaceWith(n); else box.prepend(n);
-  while (box.children.length > NOTICE_LIMIT) box.lastElementChild.remove();
+  while (box.children.length > NOTICE_LIMIT) {
+    const others = [...box.children].filter((c) => !c.classList.contains("is-own"));
+    (others.length ? others[others.length - 1] : box.lastElementChild).remove();
+  }
+}
+
+// The compaction this page just queued (chain_page.js): its notices are matched by event id.
+function trackCompaction(eventId, text) {
+  ownEvents.add(`event-${eventId}`);
+  notice(text, "", `event-${eventId}`);
 }
 
 function onEvent(ev) {
@@ -190,10 +203,10 @@ function onEvent(ev) {
       refreshPanel();
       break;
     case "compaction.started":
-      notice(`Compaction started (${ev.trigger})…`, "", `event-${ev.event_id}`);
+      notice(`Compaction #${ev.event_id} started (${ev.trigger})…`, "", `event-${ev.event_id}`);
       break;
     case "compaction.completed": {
-      notice(`Compaction complete (${ev.trigger}): ${kb(ev.bytes_before)} → ${kb(ev.bytes_after)}, `
+      notice(`Compaction #${ev.event_id} complete (${ev.trigger}): ${kb(ev.bytes_before)} → ${kb(ev.bytes_after)}, `
         + `${ev.tokens_before} → ${ev.tokens_after} tokens, ${ev.calls} call(s), ${ev.duration_ms} ms`, "ok", `event-${ev.event_id}`);
       const count = document.getElementById("compactions-count");
       if (count && ev.compactions !== undefined) count.textContent = String(ev.compactions);
@@ -201,7 +214,7 @@ function onEvent(ev) {
       break;
     }
     case "compaction.failed":
-      notice(`Compaction failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed", `event-${ev.event_id}`);
+      notice(`Compaction #${ev.event_id} failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed", `event-${ev.event_id}`);
       refreshPanel();
       break;
     default:
@@ -293,5 +306,6 @@ if (start) {
   setStatus("connecting", "connecting…");
   connect();
   // A small handle for debugging and for the browser tests (drop the socket, read counters).
-  window.pentagiLive = { state, drop: () => state.ws && state.ws.close(), refresh: refreshPanel, catchUp };
+  window.pentagiLive = { state, drop: () => state.ws && state.ws.close(), refresh: refreshPanel, catchUp,
+    trackCompaction, notice };
 }

@@ -4,8 +4,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.test import Client
 
-from flows.models import ChainView
+from flows.models import ChainView, LLMCall, SummaryEvent
+from flows.selectors_chain import EVENTS_SHOWN
+from summarizer.formats import import_chain
 from tests.flows.conftest import call
 
 pytestmark = pytest.mark.django_db
@@ -57,3 +60,85 @@ def test_no_pending_band_is_shown_when_the_view_covers_everything(client_for, qa
     body = client_for.get(f"/chains/{qa_chain.pk}/").content.decode()
     band = re.search(r'<div class="band band-pending"[^>]*>', body)
     assert band is not None and "hidden" in band.group(0)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "pentagi", "openclaw"])
+def test_the_chain_downloads_in_each_format_and_imports_back(client_for, qa_chain, fmt):
+    response = client_for.get(f"/chains/{qa_chain.pk}/download/{fmt}/")
+    assert response.status_code == 200 and "attachment" in response["Content-Disposition"]
+    raw = [m.to_dict() for m in qa_chain.messages.order_by("seq")]
+    assert import_chain(response.content.decode(), fmt) == raw
+
+
+def test_downloads_refuse_unknown_formats_and_other_users(client_for, qa_chain, other_user):
+    assert client_for.get(f"/chains/{qa_chain.pk}/download/xml/").status_code == 400
+    stranger = Client()
+    stranger.force_login(other_user)
+    assert stranger.get(f"/chains/{qa_chain.pk}/download/openai/").status_code == 404
+
+
+def test_the_event_page_shows_the_summarizer_calls_latency_and_output(client_for, qa_chain, other_user):
+    event = SummaryEvent.objects.create(chain=qa_chain, trigger="turn", outcome="ok", summary_text="<b>found ssh</b>",
+                                        covered=[[3, 5]], duration_ms=1200, settings_snapshot={"last_sec_bytes": 1})
+    LLMCall.objects.create(event=event, model="gpt-4o-mini", prompt_bytes=2048, prompt_tokens=500,
+                           completion_tokens=60, cost_usd=0.0123, duration_ms=987)
+    body = client_for.get(f"/chains/{qa_chain.pk}/events/{event.pk}/").content.decode()
+    assert "gpt-4o-mini" in body and "987 ms" in body and "$0.0123" in body and "500 → 60" in body
+    assert "&lt;b&gt;found ssh&lt;/b&gt;" in body and "last_sec_bytes" in body and "#m-3" in body
+    stranger = Client()
+    stranger.force_login(other_user)
+    assert stranger.get(f"/chains/{qa_chain.pk}/events/{event.pk}/").status_code == 404
+    assert client_for.get(f"/chains/{qa_chain.pk}/events/{event.pk + 100}/").status_code == 404
+
+
+def test_the_events_table_counts_costs_and_names_what_happened(client_for, qa_chain):
+    SummaryEvent.objects.create(chain=qa_chain, trigger="turn", outcome="running")
+    SummaryEvent.objects.create(chain=qa_chain, trigger="turn", outcome="ok", bytes_before=100, bytes_after=300)
+    paid = SummaryEvent.objects.create(chain=qa_chain, trigger="manual", outcome="ok", bytes_before=900,
+                                       bytes_after=300)
+    LLMCall.objects.create(event=paid, cost_usd=0.5)
+    events = client_for.get(f"/chains/{qa_chain.pk}/").content.decode()
+    events = events[events.index('id="events-h"'):]
+    assert "running…" in events and "<td>0 B → " not in events
+    assert "view grew" in events and "$0.5000" in events
+    assert "Showing the newest" not in events
+
+
+def test_more_events_than_shown_are_counted_and_all_can_be_listed(client_for, qa_chain):
+    SummaryEvent.objects.bulk_create([SummaryEvent(chain=qa_chain, trigger="turn", outcome="ok")
+                                      for _ in range(EVENTS_SHOWN + 5)])
+    body = client_for.get(f"/chains/{qa_chain.pk}/").content.decode()
+    assert f"Showing the newest {EVENTS_SHOWN} of {EVENTS_SHOWN + 5} events" in body
+    everything = client_for.get(f"/chains/{qa_chain.pk}/?events=all").content.decode()
+    assert everything.count('data-event-id="') == EVENTS_SHOWN + 5 and "Showing the newest" not in everything
+
+
+def test_view_history_diffs_a_version_against_the_one_before(client_for, qa_chain):
+    old = qa_chain.views.get(version=1)
+    ChainView.objects.create(chain=qa_chain, version=2, messages=[
+        old.messages[0], old.messages[1], {"role": "assistant", "content": "**summarized content:**\nssh open"},
+        old.messages[3]], lineage=[[1], [2, 6], [3, 4, 5], [7]], raw_seq_to=7, byte_size=150, token_count=40)
+    body = client_for.get(f"/chains/{qa_chain.pk}/views/").content.decode()
+    assert "v2" in body and "+1" in body and "−1" in body and "3 kept" in body and "-50 B, -20 tokens" in body
+    assert body.count("diff-added") == 1 and body.count("diff-removed") == 1
+    first = client_for.get(f"/chains/{qa_chain.pk}/views/?v=1").content.decode()
+    assert "the first version" in first and first.count("diff-added") == 4
+    assert client_for.get(f"/chains/{qa_chain.pk}/views/?v=9").status_code == 404
+
+
+def test_compact_now_answers_json_to_the_page_script(client_for, qa_chain):
+    response = client_for.post(f"/chains/{qa_chain.pk}/compact/", {"instructions": "keep creds"},
+                               HTTP_ACCEPT="application/json")
+    assert response.status_code == 202
+    event_id = response.json()["event_id"]
+    assert f"#{event_id}" in response.json()["message"]
+    assert SummaryEvent.objects.get(pk=event_id).instructions == "keep creds"
+    too_long = client_for.post(f"/chains/{qa_chain.pk}/compact/", {"instructions": "x" * 5000},
+                               HTTP_ACCEPT="application/json")
+    assert too_long.status_code == 400 and "error" in too_long.json()
+    assert SummaryEvent.objects.count() == 1
+
+
+def test_seq_numbers_are_permalinks_to_their_page(client_for, qa_chain):
+    body = client_for.get(f"/chains/{qa_chain.pk}/").content.decode()
+    assert f'href="/chains/{qa_chain.pk}/?page=1#m-4"' in body
