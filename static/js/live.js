@@ -56,7 +56,10 @@ function rawRow(m) {
   li.id = `m-${m.seq}`;
   li.dataset.seq = String(m.seq);
   const meta = el("div", "msg-meta");
-  meta.append(el("span", "seq", `#${m.seq}`), " ", el("span", "role", m.role));
+  const seq = el("a", "seq seq-link", `#${m.seq}`);
+  const size = Number((root() && root().dataset.pageSize) || 200);
+  seq.href = `${window.location.pathname}?page=${Math.floor((m.seq - 1) / size) + 1}#m-${m.seq}`;
+  meta.append(seq, " ", el("span", "role", m.role));
   const tool = toolName(m);
   if (tool) meta.append(" ", el("span", "tool", tool));
   const tokens = m.token_count === null || m.token_count === undefined ? "" : ` · ${m.token_count} tok`;
@@ -80,18 +83,30 @@ function appendMessages(messages) {
   const band = document.getElementById("pending-band");
   const list = document.getElementById("pending-list");
   let added = 0;
+  let grew = 0;
   for (const m of messages.slice().sort((a, b) => a.seq - b.seq)) {
     learnTools(m);
     if (m.seq <= state.lastSeq) continue; // already shown (dedupe by seq)
-    if (m.seq !== state.lastSeq + 1) { catchUp(); return; } // a gap: ask the server for what we missed
+    if (m.seq !== state.lastSeq + 1) { catchUp(); break; } // a gap: ask the server for what we missed
     state.lastSeq = m.seq;
+    grew += m.byte_size || 0;
     if (live && list && !document.getElementById(`m-${m.seq}`)) {
       list.append(rawRow(m));
       added += 1;
     }
   }
   if (added && band) band.hidden = false;
+  if (grew) growRawLegend(grew);
   if (!live && messages.length) notice(`New messages up to #${state.lastSeq}: open the newest page to see them.`, "", "new");
+}
+
+// The chart legend's raw-chain size follows appends; the charts themselves are redrawn with the next view.
+function growRawLegend(bytes) {
+  const legend = document.querySelector(".lg-raw[data-live-bytes]");
+  if (!legend) return;
+  const total = Number(legend.dataset.liveBytes || 0) + bytes;
+  legend.dataset.liveBytes = String(total);
+  legend.textContent = `raw chain ${kb(total)}`;
 }
 
 async function fetchJSON(url) {

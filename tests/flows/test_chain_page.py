@@ -142,3 +142,13 @@ def test_compact_now_answers_json_to_the_page_script(client_for, qa_chain):
 def test_seq_numbers_are_permalinks_to_their_page(client_for, qa_chain):
     body = client_for.get(f"/chains/{qa_chain.pk}/").content.decode()
     assert f'href="/chains/{qa_chain.pk}/?page=1#m-4"' in body
+
+
+def test_charts_carry_tooltips_seq_ticks_and_explain_the_token_limit(client_for, qa_chain):
+    SummaryEvent.objects.create(chain=qa_chain, trigger="turn", outcome="ok", bytes_before=900, bytes_after=200,
+                                tokens_before=250, tokens_after=60, raw_seq_to=7)
+    body = client_for.get(f"/chains/{qa_chain.pk}/").content.decode()
+    assert "<title>model view at seq 7: 200 B</title>" in body and "<title>raw chain at seq 1:" in body
+    ticks = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', body)
+    assert "seq 1" in ticks and "7" in ticks and len([t for t in ticks if t.isdigit()]) >= 3
+    assert "window is unknown, so no limit is drawn" in body
