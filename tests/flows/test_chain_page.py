@@ -6,7 +6,7 @@ import re
 import pytest
 from django.test import Client
 
-from flows.models import ChainView, LLMCall, SummaryEvent
+from flows.models import ChainView, LLMCall, ProviderConfig, SummaryEvent
 from flows.selectors_chain import EVENTS_SHOWN
 from summarizer.formats import import_chain
 from tests.flows.conftest import call
@@ -152,3 +152,27 @@ def test_charts_carry_tooltips_seq_ticks_and_explain_the_token_limit(client_for,
     ticks = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', body)
     assert "seq 1" in ticks and "7" in ticks and len([t for t in ticks if t.isdigit()]) >= 3
     assert "window is unknown, so no limit is drawn" in body
+
+
+def test_a_model_call_keeps_its_prompt_and_answer_capped_masked_and_nul_free(qa_chain):
+    from flows.llm.client import Completion
+    from flows.llm.recording import PROMPT_TEXT_MAX_CHARS, record_call
+
+    provider = ProviderConfig.objects.create(name="lab", base_url="http://127.0.0.1:9/v1", api_key="sk-secret-123456")
+    event = SummaryEvent.objects.create(chain=qa_chain, trigger="turn", outcome="ok")
+    messages = [{"role": "system", "content": "Summarize. key sk-secret-123456"},
+                {"role": "user", "content": "x\x00" + "y" * (PROMPT_TEXT_MAX_CHARS + 10)}]
+    call = record_call(provider=provider, model="m", messages=messages, event=event, duration_ms=5,
+                       completion=Completion(text="ssh open on 22", prompt_tokens=10, completion_tokens=4, attempts=1))
+    call.refresh_from_db()
+    assert call.prompt_text.startswith("system:\nSummarize.") and "sk-secret-123456" not in call.prompt_text
+    assert "\x00" not in call.prompt_text and "more characters not stored" in call.prompt_text
+    assert len(call.prompt_text) < PROMPT_TEXT_MAX_CHARS + 100 and call.response_text == "ssh open on 22"
+
+
+def test_the_event_page_shows_each_calls_prompt_and_answer_escaped(client_for, qa_chain):
+    event = SummaryEvent.objects.create(chain=qa_chain, trigger="turn", outcome="ok")
+    LLMCall.objects.create(event=event, prompt_text="user:\n<script>x</script>", response_text="<i>done</i>")
+    body = client_for.get(f"/chains/{qa_chain.pk}/events/{event.pk}/").content.decode()
+    assert "user:\n&lt;script&gt;x&lt;/script&gt;" in body and "&lt;i&gt;done&lt;/i&gt;" in body
+    assert "<script>x" not in body
