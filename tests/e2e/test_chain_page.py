@@ -175,3 +175,32 @@ def test_the_light_theme_follows_the_system_and_the_toggle_is_remembered(page, s
     assert page.evaluate(bg) == "rgb(15, 19, 24)"
     page.click("#theme-toggle")
     screenshot(page, "chain-page-light")
+
+
+def test_the_heartbeat_delivers_appends_whose_frames_were_dropped(page, server):
+    """Every frame but the heartbeat is dropped on the way to the browser: it alone must bring the messages."""
+    chain = plain_chain(server, "Dropped frames")
+    server.append(chain, [{"role": "system", "content": "You are a pentester."}])
+    dropped: list[str] = []
+
+    def relay(ws) -> None:
+        upstream = ws.connect_to_server()
+
+        def forward(message) -> None:
+            kind = json.loads(message).get("type", "")
+            if kind not in ("hello", "heartbeat"):
+                dropped.append(kind)
+                return
+            ws.send(message)
+
+        upstream.on_message(forward)
+        ws.on_message(lambda message: upstream.send(message))
+
+    page.route_web_socket(re.compile(r"/ws/chains/"), relay)
+    open_live(page, server, chain)
+    last = server.append(chain, [{"role": "user", "content": "scan 10.10.5.23"},
+                                 {"role": "assistant", "content": "10.10.5.23 has ssh open"}])["last_seq"]
+    page.wait_for_selector(f"#m-{last}", state="attached", timeout=20_000)
+    assert "message.appended" in dropped and page.evaluate("window.pentagiLive.state.stats.heartbeats") >= 1
+    assert rendered_seqs(page) == list(range(1, last + 1))
+    assert page.evaluate("window.__notReloaded === true")
