@@ -129,13 +129,25 @@ def _view_series(history: dict[str, list[dict[str, Any]]], size_key: str, before
     return [(x, y) for x, _, y in keyed]
 
 
+def _grown(view: list[tuple[int, int]], prefix: list[int]) -> list[tuple[int, int]]:
+    """Between two versions the model receives the older view plus the raw messages appended since."""
+    end = len(prefix)
+    samples = _raw_samples(prefix, end - 1)
+    out: list[tuple[int, int]] = []
+    for (x, y), nx in zip(view, [x for x, _ in view[1:]] + [end], strict=True):
+        out.append((x, y))
+        if nx < end:  # after the newest version the chart stops: that is the view the model gets next
+            out += [(s, y + prefix[s] - prefix[x]) for s in samples if x < s < nx]
+    return out
+
+
 def bytes_chart(*, history: dict[str, list[dict[str, Any]]], prefix: list[int]) -> Chart:
     last_seq = len(prefix) - 1
     chart = Chart(title="Raw chain vs model view", unit="bytes", x_max=last_seq)
     view = [(x, y) for x, y in _view_series(history, "byte_size", "bytes_before") if 0 <= x <= last_seq]
     first_summary = view[0][0] if view else last_seq
     # Before the first summarization the model received the raw chain itself.
-    view = [(x, prefix[x]) for x in _raw_samples(prefix, first_summary - 1)] + view
+    view = _grown([(x, prefix[x]) for x in _raw_samples(prefix, first_summary - 1)] + view, prefix)
     xs = sorted(set(_raw_samples(prefix, last_seq)) | {x for x, _ in view})
     raw = [(x, prefix[x]) for x in xs]
     chart.y_max = max([y for _, y in raw + view] or [0])

@@ -176,3 +176,16 @@ def test_the_event_page_shows_each_calls_prompt_and_answer_escaped(client_for, q
     body = client_for.get(f"/chains/{qa_chain.pk}/events/{event.pk}/").content.decode()
     assert "user:\n&lt;script&gt;x&lt;/script&gt;" in body and "&lt;i&gt;done&lt;/i&gt;" in body
     assert "<script>x" not in body
+
+
+def test_between_two_versions_the_charted_view_grows_with_the_raw_chain():
+    from flows.views.charts import bytes_chart
+
+    prefix = [0, 100, 200, 300, 400, 500, 600]
+    history = {"views": [{"raw_seq_to": 2, "byte_size": 50}, {"raw_seq_to": 6, "byte_size": 120}],
+               "events": [{"raw_seq_to": 6, "bytes_before": 450}]}
+    chart = bytes_chart(history=history, prefix=prefix)
+    titles = [m["title"] for m in chart.series[1]["marks"]]
+    assert titles == ["model view at seq 1: 100 B", "model view at seq 2: 50 B", "model view at seq 3: 150 B",
+                      "model view at seq 4: 250 B", "model view at seq 5: 350 B", "model view at seq 6: 450 B",
+                      "model view at seq 6: 120 B"]
