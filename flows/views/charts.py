@@ -174,7 +174,8 @@ def tokens_chart(*, history: dict[str, list[dict[str, Any]]], last_seq: int, win
                   if window else "The model's window is unknown, so no limit is drawn.")
     if window:
         h = chart.plot_bottom - PAD_TOP
-        for name, css, value in (("window", "window", window), ("window − reserved output", "budget", window - reserve)):
+        limits = (("window", "window", window), ("window − reserved output", "budget", window - reserve))
+        for name, css, value in limits:
             y = chart.plot_bottom - h * value / max(chart.y_max, 1)
             chart.lines.append({"name": name, "css": css, "y": f"{y:.1f}", "value": value})
     return chart
