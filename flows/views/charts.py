@@ -131,6 +131,8 @@ def _view_series(history: dict[str, list[dict[str, Any]]], size_key: str, before
 
 def _grown(view: list[tuple[int, int]], prefix: list[int]) -> list[tuple[int, int]]:
     """Between two versions the model receives the older view plus the raw messages appended since."""
+    if not view:
+        return []
     end = len(prefix)
     samples = _raw_samples(prefix, end - 1)
     out: list[tuple[int, int]] = []

@@ -189,3 +189,10 @@ def test_between_two_versions_the_charted_view_grows_with_the_raw_chain():
     assert titles == ["model view at seq 1: 100 B", "model view at seq 2: 50 B", "model view at seq 3: 150 B",
                       "model view at seq 4: 250 B", "model view at seq 5: 350 B", "model view at seq 6: 450 B",
                       "model view at seq 6: 120 B"]
+
+
+@pytest.mark.parametrize("messages", [[], [{"role": "system", "content": "You are a pentester."}]])
+def test_a_new_chain_with_no_or_one_message_renders(client_for, make_chain, messages):
+    chain = make_chain(messages)
+    assert client_for.get(f"/chains/{chain.pk}/").status_code == 200
+    assert client_for.get(f"/chains/{chain.pk}/views/").status_code == 200
