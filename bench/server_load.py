@@ -109,7 +109,7 @@ async def _viewer(ws: Any, sent: dict[int, float], delays: list[float]) -> None:
     async for frame in ws:
         arrived = time.perf_counter()
         event = json.loads(frame)
-        if event.get("type") != "message.appended":
+        if event.get("type") not in ("message.appended", "message.appended_up_to"):  # bursts come coalesced
             continue
         for msg in event.get("messages", []):
             mark = MARK_RE.search(str(msg.get("content") or "")) if msg.get("role") == "user" else None

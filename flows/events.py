@@ -3,6 +3,11 @@
 Services and tasks call `broadcast(chain_id, event)`; consumers only forward what arrives on the group
 `chain-<id>`. Every event carries `type`, `chain_id` and, where relevant, the raw `seq` it is about, so a
 client that reconnects can ask for what it missed (`GET /api/chains/{id}/messages?after_seq=N`).
+
+Two frames exist only between the consumer and the browser (never broadcast): `AppendedUpToEvent`, which replaces a
+burst of `message.appended` events inside one coalescing window, and `HeartbeatEvent`, sent every few seconds with the
+chain's stored `last_seq`. Both tell the page "the chain has messages up to seq N": a page holding less fetches
+the rest by seq, so a frame the channel layer dropped under load can delay a message but never lose it.
 """
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from flows.relay import relay_current
 
 __all__ = [
     "MessageAppendedEvent", "ViewUpdatedEvent", "CompactionStartedEvent", "CompactionCompletedEvent",
-    "CompactionFailedEvent", "ChainEvent", "EVENT_TYPES", "group_name", "broadcast", "bind_event_loop",
+    "CompactionFailedEvent", "ChainEvent", "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES",
+    "group_name", "broadcast", "bind_event_loop",
 ]
 
 log = logging.getLogger(__name__)
@@ -74,6 +80,31 @@ class CompactionFailedEvent(TypedDict):
 ChainEvent = (MessageAppendedEvent | ViewUpdatedEvent | CompactionStartedEvent | CompactionCompletedEvent
               | CompactionFailedEvent)
 EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.failed")
+
+
+class AppendedUpToEvent(TypedDict):
+    """Consumer -> browser: several appends arrived within one coalescing window, as one frame.
+
+    `messages` holds every message from `first_seq` to `last_seq` when the burst was small and gap-free, else it
+    is empty; a page holding less than `last_seq` after adding them fetches the rest by seq.
+    """
+
+    type: Literal["message.appended_up_to"]
+    chain_id: int
+    first_seq: int
+    last_seq: int
+    messages: list[dict[str, Any]]
+
+
+class HeartbeatEvent(TypedDict):
+    """Consumer -> browser, every LIVE_HEARTBEAT_SECONDS: the chain's stored last seq (catch up if behind)."""
+
+    type: Literal["heartbeat"]
+    chain_id: int
+    last_seq: int
+
+
+FRAME_TYPES = ("hello", "message.appended_up_to", "heartbeat")
 
 
 def group_name(chain_id: int) -> str:

@@ -8,7 +8,7 @@ from .models import Chain, ChainView, Flow, Message, SummaryEvent
 __all__ = [
     "flows_visible_to", "chain_visible_to", "chains_visible_to", "flow_get_visible", "chain_get_visible",
     "chain_messages", "chain_raw_messages", "chain_view_latest", "chain_events", "chain_exists", "chain_message",
-    "event_instructions", "flow_chain_for_export", "chains_behind_their_view",
+    "chain_last_seq", "event_instructions", "flow_chain_for_export", "chains_behind_their_view",
 ]
 
 
@@ -57,6 +57,11 @@ def chain_events(*, chain: Chain, limit: int = 200) -> QuerySet[SummaryEvent]:
 
 def chain_exists(*, chain_id: int) -> bool:
     return Chain.objects.filter(pk=chain_id).exists()
+
+
+def chain_last_seq(*, chain_id: int) -> int | None:
+    """The chain's newest stored seq (the live heartbeat); None when the chain no longer exists."""
+    return Chain.objects.filter(pk=chain_id).values_list("last_seq", flat=True).first()
 
 
 def chain_message(*, chain: Chain, seq: int) -> Message | None:

@@ -167,6 +167,14 @@ REDIS_KEY_PREFIX = os.environ.get("REDIS_KEY_PREFIX", "")
 # Above channels-redis' 5 s blocking pop (BZPOPMIN): redis-py 8's default read timeout is also 5 s, and a pop
 # that waits its full time then fails every socket consumer with "Timeout reading from ...".
 CHANNELS_SOCKET_TIMEOUT_SECONDS = 30
+# Frames one WebSocket viewer may have queued in the channel layer before new ones are dropped (channels'
+# default of 100 overflowed at 18 appends/s with 50 viewers). Consumers coalesce bursts and send a heartbeat
+# with the chain's last seq, so a drop delays a message until the page catches up; it never loses it.
+CHANNEL_CAPACITY = int(os.environ.get("CHANNEL_CAPACITY", 2000))
+# Seconds between the heartbeat frames (chain's last seq) each viewer's socket receives.
+LIVE_HEARTBEAT_SECONDS = float(os.environ.get("LIVE_HEARTBEAT_SECONDS", 5))
+# Appends arriving within this window after one was sent are coalesced into one "appended up to seq N" frame.
+LIVE_COALESCE_SECONDS = float(os.environ.get("LIVE_COALESCE_SECONDS", 0.25))
 if REDIS_URL:
     try:
         _redis = redis_targets(REDIS_URL, os.environ.get("CHANNELS_REDIS_URL", "").strip())
@@ -176,7 +184,7 @@ if REDIS_URL:
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                     "CONFIG": {"hosts": [{"address": _redis.channels,
                                           "socket_timeout": CHANNELS_SOCKET_TIMEOUT_SECONDS}],
-                               "prefix": REDIS_KEY_PREFIX + "asgi"}}
+                               "prefix": REDIS_KEY_PREFIX + "asgi", "capacity": CHANNEL_CAPACITY}}
     }
     CELERY_BROKER_URL = _redis.broker
     CELERY_RESULT_BACKEND = _redis.broker
@@ -185,7 +193,8 @@ if REDIS_URL:
                           "KEY_PREFIX": REDIS_KEY_PREFIX + "cache"}}
 else:
     # One process: the `run` command embeds the worker, so in-memory broker and layer are shared.
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
+                                  "CONFIG": {"capacity": CHANNEL_CAPACITY}}}
     CELERY_BROKER_URL = "memory://"
     CELERY_RESULT_BACKEND = "cache+memory://"
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

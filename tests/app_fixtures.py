@@ -73,6 +73,14 @@ def staff_user(django_user_model):
 
 
 @pytest.fixture
+def client_for(user) -> Client:
+    """A page client logged in as `user` (no CSRF checks)."""
+    c = Client()
+    c.force_login(user)
+    return c
+
+
+@pytest.fixture
 def api_token(user) -> str:
     _, raw = api_token_create(user=user, name="tests")
     return raw

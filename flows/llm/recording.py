@@ -10,10 +10,13 @@ from flows.models import LLMCall, ProviderConfig, SummaryEvent
 from .client import Completion
 from .errors import LLMError, mask_secret
 
-__all__ = ["record_call", "call_cost_usd", "scrub_secret", "TOKENS_PER_MTOK", "ERROR_TEXT_MAX_CHARS"]
+__all__ = ["record_call", "call_cost_usd", "scrub_secret", "prompt_transcript", "TOKENS_PER_MTOK",
+           "ERROR_TEXT_MAX_CHARS", "PROMPT_TEXT_MAX_CHARS", "RESPONSE_TEXT_MAX_CHARS"]
 
 TOKENS_PER_MTOK = 1_000_000
 ERROR_TEXT_MAX_CHARS = 4000
+PROMPT_TEXT_MAX_CHARS = 64 * 1024  # what the event page shows of the prompt; the rest is counted, not stored
+RESPONSE_TEXT_MAX_CHARS = 32 * 1024
 
 
 def call_cost_usd(provider: ProviderConfig | None, prompt_tokens: int, completion_tokens: int) -> float:
@@ -26,6 +29,25 @@ def call_cost_usd(provider: ProviderConfig | None, prompt_tokens: int, completio
 def scrub_secret(text: str, provider: ProviderConfig | None) -> str:
     """Stored error text: bounded, and never the raw key (errors are masked at the source too)."""
     return mask_secret(text, provider.api_key if provider is not None else "")[:ERROR_TEXT_MAX_CHARS]
+
+
+def _capped(text: str, limit: int, provider: ProviderConfig | None) -> str:
+    """Stored prompt/answer text: bounded, NUL-free (PostgreSQL text refuses it), never the raw key."""
+    text = mask_secret(text, provider.api_key if provider is not None else "").replace("\x00", "\ufffd")
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… ({len(text) - limit:,} more characters not stored)"
+
+
+def prompt_transcript(messages: Sequence[dict[str, Any]]) -> str:
+    """The prompt as the event page shows it: one "role:" block per message (text parts only)."""
+    blocks = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        blocks.append(f"{message.get('role', '?')}:\n{content if isinstance(content, str) else ''}")
+    return "\n\n".join(blocks)
 
 
 def _text_bytes(messages: Sequence[dict[str, Any]]) -> int:
@@ -56,8 +78,10 @@ def record_call(*, provider: ProviderConfig | None, model: str, messages: Sequen
     estimate = count_tokens(list(messages), model=model or None)
     call = LLMCall(event=event if event is not None and event.pk else None, provider=provider, model=model,
                    prompt_bytes=_text_bytes(messages), estimated_prompt_tokens=estimate, duration_ms=duration_ms,
-                   cached=cached, ok=error is None, attempts=0 if cached else 1)
+                   cached=cached, ok=error is None, attempts=0 if cached else 1,
+                   prompt_text=_capped(prompt_transcript(messages), PROMPT_TEXT_MAX_CHARS, provider))
     if completion is not None:
+        call.response_text = _capped(completion.text or "", RESPONSE_TEXT_MAX_CHARS, provider)
         call.prompt_tokens, call.completion_tokens = completion.prompt_tokens, completion.completion_tokens
         call.attempts = completion.attempts
         call.cost_usd = call_cost_usd(provider, *_billed_tokens(completion, estimate, model))

@@ -62,6 +62,8 @@ class LLMCall(models.Model):
     ok = models.BooleanField(default=True)
     error = models.TextField(blank=True, default="")
     cached = models.BooleanField(default=False)
+    prompt_text = models.TextField(blank=True, default="", help_text="the messages sent, as role: text (capped)")
+    response_text = models.TextField(blank=True, default="", help_text="the model's answer (capped)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -15,9 +15,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from ..engine import is_estimate
+from ..engine import FORMATS, is_estimate
 from ..models import ROLES, Chain
 from ..selectors import chain_message
+from ..selectors_chain import EVENTS_SHOWN, chain_events_page
 from ..selectors_pages import (
     PAGE_SIZE_MESSAGES,
     RawFilters,
@@ -25,7 +26,6 @@ from ..selectors_pages import (
     chain_tool_names,
     chain_totals,
     display_text,
-    events_for_chain,
     raw_page,
     raw_page_count,
     raw_prefix_bytes,
@@ -106,6 +106,8 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
     totals = chain_totals(chain=chain)
     view_tokens = view.token_count if view is not None else totals["tokens"]
     history = view_history(chain=chain)
+    events, events_total = chain_events_page(chain=chain, limit=None if request.GET.get("events") == "all" else
+                                             EVENTS_SHOWN)
     prefix = raw_prefix_bytes(chain=chain)
     bands = layout_bands(view=view, raw=raw_rows, page_lo=lo, page_hi=hi, filtered=filters.active,
                          tool_names=tool_names, model=flow.model_name)
@@ -119,13 +121,22 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
         "tokens_estimated": is_estimate(flow.model_name or None),
         "bytes_chart": bytes_chart(history=history, prefix=prefix),
         "tokens_chart": tokens_chart(history=history, last_seq=chain.last_seq, window=window.window, reserve=reserve),
-        "events": events_for_chain(chain=chain), "selected": selected,
+        "events": events, "events_total": events_total, "selected": selected,
+        "events_all_url": "?" + _query_with(request, events="all") + "#events-h",
+        "view_versions": len(history["views"]), "formats": FORMATS,
         "has_pending": any(b.kind == "pending" for b in bands),
         "selected_seqs": set(selected.raw_seqs) if selected else set(),
         "view_saved": totals["bytes"] - (view.byte_size if view else totals["bytes"]),
         "page_size": PAGE_SIZE_MESSAGES, "nav": "flows", "query": _query_without(request, "page"),
         "panel_url": reverse("chain-view-panel", args=[chain.pk]), "max_instructions_chars": MAX_INSTRUCTIONS_CHARS,
     }
+
+
+def _query_with(request: HttpRequest, **values: str) -> str:
+    q = request.GET.copy()
+    for name, value in values.items():
+        q[name] = value
+    return q.urlencode()
 
 
 def _query_without(request: HttpRequest, *names: str) -> str:

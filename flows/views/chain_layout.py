@@ -1,10 +1,11 @@
 """Side-by-side layout of the chain page: raw messages on the left, the model's view on the right.
 
 The view is cut into *units*: a summary pair (assistant call + tool result sharing one lineage) is one unit,
-every verbatim message is its own unit. Each unit is shown in one band next to the raw messages it stands for
-(its lineage), so a summary sits beside the hundred raw messages it replaced and a verbatim message beside its
-original. Bands are ordered by raw seq; a new view section (a user message) draws a divider. Raw messages newer
-than the view land in a trailing "not in the view yet" band, which is where live appends go.
+every verbatim message is its own unit. The raw column is always in seq order (what the agent wrote, as it
+wrote it); each unit opens a band at the first raw message it covers, so a summary sits at the top of the run
+of raw messages it replaced and a verbatim message beside its original. A new view section (a user message)
+draws a divider. Raw messages newer than the view land in a trailing "not in the view yet" band, which is
+where live appends go.
 
 Only the current page's seq window is laid out, so the cost follows the page size, not the chain length.
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..engine import message_size, message_tokens
 from ..models import ChainView, Message
-from ..selectors_pages import display_text, is_summary_message
+from ..selectors_pages import PAGE_SIZE_MESSAGES, display_text, is_summary_message
 from ..services.view_records import seq_ranges
 
 __all__ = ["PREVIEW_CHARS", "FULL_TEXT_CHARS", "RawRow", "ViewRow", "Band", "raw_row", "view_rows", "layout_bands",
@@ -40,6 +41,11 @@ class RawRow:
     @property
     def long(self) -> bool:
         return len(self.full) > len(self.preview)
+
+    @property
+    def page(self) -> int:
+        """The unfiltered page holding this seq (pages are fixed seq windows), for permalinks."""
+        return (self.seq - 1) // PAGE_SIZE_MESSAGES + 1
 
 
 @dataclass
@@ -157,46 +163,57 @@ def _units(view: ChainView | None) -> list[list[int]]:
     return units
 
 
+def _unit_seqs(view: ChainView | None, units: list[list[int]]) -> list[list[int]]:
+    lineage = (view.lineage or []) if view is not None else []
+    return [[int(x) for x in (lineage[idxs[0]] if idxs[0] < len(lineage) else [])] for idxs in units]
+
+
+def _anchors(unit_seqs: list[list[int]], raw_seqs: list[int], page_lo: int, page_hi: int,
+             filtered: bool) -> dict[int, int]:
+    """unit -> the raw seq on this page it sits beside: the first one it covers (its own first, if shown)."""
+    on_page = set(raw_seqs)
+    anchors: dict[int, int] = {}
+    previous = raw_seqs[0] if raw_seqs else None
+    for u, seqs in enumerate(unit_seqs):
+        covered = [x for x in seqs if x in on_page] if filtered else [x for x in seqs if page_lo <= x <= page_hi]
+        if covered:
+            anchors[u] = previous = min(covered)
+        elif not seqs and not filtered and previous is not None:
+            anchors[u] = previous  # a view-only message stays beside its predecessor's raw message
+    return anchors
+
+
 def layout_bands(*, view: ChainView | None, raw: list[RawRow], page_lo: int, page_hi: int, filtered: bool,
                  tool_names: dict[str, str], model: str = "") -> list[Band]:
-    """Bands for one page: view units overlapping [page_lo, page_hi] beside the raw rows they stand for."""
+    """Bands for one page, raw rows in seq order: a band opens at each raw row some view unit starts beside.
+
+    The raw column therefore reads exactly as the agent wrote it, whatever order the view's sections put their
+    messages in (QA collapse moves later user messages into the first section), and each view unit sits next
+    to the first raw message it covers on this page; its other raws are found through lineage highlighting.
+    """
     view_to = view.raw_seq_to if view is not None else 0
-    lineage = (view.lineage or []) if view is not None else []
     units = _units(view)
-    seq_unit: dict[int, int] = {}
-    for u, idxs in enumerate(units):
-        for s in (lineage[idxs[0]] if idxs[0] < len(lineage) else []):
-            seq_unit.setdefault(int(s), u)
-    raw_seqs_on_page = {r.seq for r in raw}
-    shown: list[int] = []
-    for u, idxs in enumerate(units):
-        seqs = [int(s) for s in (lineage[idxs[0]] if idxs[0] < len(lineage) else [])]
-        on_page = any(page_lo <= s <= page_hi for s in seqs)
-        if (filtered and any(s in raw_seqs_on_page for s in seqs)) or (not filtered and (on_page or not seqs)):
-            shown.append(u)
-    wanted = {i for u in shown for i in units[u]}
+    unit_seqs = _unit_seqs(view, units)
+    anchors = _anchors(unit_seqs, [r.seq for r in raw if r.seq <= view_to], page_lo, page_hi, filtered)
+    wanted = {i for u in anchors for i in units[u]}
     vrows = view_rows(view, tool_names, model=model, wanted=wanted)
     sections = _section_numbers(view)
-    bands: dict[Any, Band] = {}
-    last_key = (0, 0)
-    for u in shown:
-        idxs = units[u]
-        seqs = vrows[idxs[0]].raw_seqs
-        key = (min(seqs), 0) if seqs else (last_key[0], last_key[1] + 1)
-        last_key = key
-        section, title = sections[idxs[0]]
-        bands[("u", u)] = Band(key=key, kind="unit", section=section, section_title=title,
-                               view=[vrows[i] for i in idxs], continued=bool(seqs) and min(seqs) < page_lo)
+    by_anchor: dict[int, list[int]] = {}
+    for u, seq in anchors.items():
+        by_anchor.setdefault(seq, []).append(u)
+    bands: list[Band] = []
     for row in raw:
         if row.seq > view_to:
-            band = bands.setdefault("pending", Band(key=(10**12, 0), kind="pending"))
-        elif row.seq in seq_unit and ("u", seq_unit[row.seq]) in bands:
-            band = bands[("u", seq_unit[row.seq])]
-        else:
-            band = bands.setdefault(("o", row.seq), Band(key=(row.seq, 1), kind="orphan"))
-        band.raw.append(row)
-    ordered = sorted(bands.values(), key=lambda b: b.key)
-    return _mark_section_starts(ordered)
+            if not bands or bands[-1].kind != "pending":
+                bands.append(Band(key=(row.seq, 0), kind="pending"))
+        elif row.seq in by_anchor or not bands or bands[-1].kind == "pending":
+            here = by_anchor.get(row.seq, [])
+            section, title = sections[units[here[0]][0]] if here else (bands[-1].section if bands else 0, "")
+            bands.append(Band(key=(row.seq, 0), kind="unit" if here else "orphan", section=section,
+                              section_title=title, view=[vrows[i] for u in here for i in units[u]],
+                              continued=any(min(unit_seqs[u], default=row.seq) < row.seq for u in here)))
+        bands[-1].raw.append(row)
+    return _mark_section_starts(bands)
 
 
 def _section_numbers(view: ChainView | None) -> list[tuple[int, str]]:

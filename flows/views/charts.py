@@ -4,29 +4,37 @@ Two charts over the chain's history (x = raw seq, i.e. how far the agent had got
 - bytes: raw chain size vs the view's size. Every summarization adds a point at the size before and one at the
   size after for the same seq, which draws the vertical drops of the compaction saw-tooth;
 - tokens: the view's tokens vs the model window and the window minus the reserved output.
+
+Every point carries a tooltip (an SVG <title>), the seq axis has a tick every quarter, and the model view is
+drawn as equal to the raw chain up to the first summarization, so an imported chain summarized once shows the
+raw growth and then one drop rather than a lone vertical line.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHART_WIDTH", "CHART_HEIGHT", "MAX_POINTS", "Chart", "bytes_chart", "tokens_chart"]
+__all__ = ["CHART_WIDTH", "CHART_HEIGHT", "MAX_POINTS", "RAW_SAMPLES", "Chart", "bytes_chart", "tokens_chart"]
 
 CHART_WIDTH = 640
 CHART_HEIGHT = 150
 PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 56, 8, 10, 22
 MAX_POINTS = 400  # per series; more only costs page weight
+RAW_SAMPLES = 60  # raw-growth points drawn between summarizations
+MAX_TOOLTIPS = 120  # hover targets per series
+X_TICKS = 4
 
 
 @dataclass
 class Chart:
     title: str
     unit: str
-    series: list[dict[str, Any]] = field(default_factory=list)  # {"name", "css", "points": "x,y x,y", "last"}
+    series: list[dict[str, Any]] = field(default_factory=list)  # {"name", "css", "points", "last", "marks"}
     lines: list[dict[str, Any]] = field(default_factory=list)   # horizontal reference lines {"name","css","y","value"}
     y_max: int = 0
     x_max: int = 0
     empty: bool = True
+    note: str = ""
     width: int = CHART_WIDTH
     height: int = CHART_HEIGHT
 
@@ -46,6 +54,19 @@ class Chart:
     def pad_top(self) -> int:
         return PAD_TOP
 
+    @property
+    def x_ticks(self) -> list[dict[str, Any]]:
+        """Seq labels along the x axis: 1, each quarter, and the last seq (no repeats on short chains)."""
+        if self.x_max <= 0:
+            return []
+        seqs = sorted({1, self.x_max} | {round(self.x_max * i / X_TICKS) for i in range(1, X_TICKS)} - {0})
+        w = self.plot_right - PAD_LEFT
+        out = []
+        for i, seq in enumerate(seqs):
+            anchor = "start" if i == 0 else "end" if i == len(seqs) - 1 else "middle"
+            out.append({"x": f"{PAD_LEFT + w * seq / self.x_max:.1f}", "label": f"{seq:,}", "anchor": anchor})
+        return out
+
 
 def _thin(points: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Keep at most MAX_POINTS, always keeping both ends and every drop (before/after pairs share an x)."""
@@ -59,12 +80,41 @@ def _thin(points: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return keep
 
 
-def _scale(chart: Chart, points: list[tuple[int, int]]) -> str:
+def _xy(chart: Chart, x: int, y: int) -> tuple[float, float]:
     w = chart.plot_right - PAD_LEFT
     h = chart.plot_bottom - PAD_TOP
-    xs = max(chart.x_max, 1)
-    ys = max(chart.y_max, 1)
-    return " ".join(f"{PAD_LEFT + w * x / xs:.1f},{chart.plot_bottom - h * y / ys:.1f}" for x, y in _thin(points))
+    return PAD_LEFT + w * x / max(chart.x_max, 1), chart.plot_bottom - h * y / max(chart.y_max, 1)
+
+
+def _scale(chart: Chart, points: list[tuple[int, int]]) -> str:
+    return " ".join("{:.1f},{:.1f}".format(*_xy(chart, x, y)) for x, y in _thin(points))
+
+
+def _marks(chart: Chart, points: list[tuple[int, int]], name: str) -> list[dict[str, str]]:
+    """Hover targets with a tooltip ("model view at seq 120: 14.2 KB"); values are numbers, nothing to escape."""
+    stride = max(1, -(-len(points) // MAX_TOOLTIPS))
+    out = []
+    for i, (x, y) in enumerate(points):
+        if i % stride and i != len(points) - 1:
+            continue
+        cx, cy = _xy(chart, x, y)
+        value = _kb(y) if chart.unit == "bytes" else f"{y:,} tokens"
+        out.append({"cx": f"{cx:.1f}", "cy": f"{cy:.1f}", "title": f"{name} at seq {x:,}: {value}"})
+    return out
+
+
+def _kb(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    return f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1048576:.1f} MB"
+
+
+def _raw_samples(prefix: list[int], upto: int) -> list[int]:
+    """Seqs 1..upto sampled evenly (RAW_SAMPLES of them), so growth draws as a curve at any chain length."""
+    if upto <= 0:
+        return []
+    step = max(1, upto // RAW_SAMPLES)
+    return sorted(set(range(step, upto + 1, step)) | {upto})
 
 
 def _view_series(history: dict[str, list[dict[str, Any]]], size_key: str, before_key: str) -> list[tuple[int, int]]:
@@ -79,17 +129,36 @@ def _view_series(history: dict[str, list[dict[str, Any]]], size_key: str, before
     return [(x, y) for x, _, y in keyed]
 
 
+def _grown(view: list[tuple[int, int]], prefix: list[int]) -> list[tuple[int, int]]:
+    """Between two versions the model receives the older view plus the raw messages appended since."""
+    if not view:
+        return []
+    end = len(prefix)
+    samples = _raw_samples(prefix, end - 1)
+    out: list[tuple[int, int]] = []
+    for (x, y), nx in zip(view, [x for x, _ in view[1:]] + [end], strict=True):
+        out.append((x, y))
+        if nx < end:  # after the newest version the chart stops: that is the view the model gets next
+            out += [(s, y + prefix[s] - prefix[x]) for s in samples if x < s < nx]
+    return out
+
+
 def bytes_chart(*, history: dict[str, list[dict[str, Any]]], prefix: list[int]) -> Chart:
     last_seq = len(prefix) - 1
     chart = Chart(title="Raw chain vs model view", unit="bytes", x_max=last_seq)
-    view = _view_series(history, "byte_size", "bytes_before")
-    xs = sorted({x for x, _ in view if 0 <= x <= last_seq} | {last_seq})
+    view = [(x, y) for x, y in _view_series(history, "byte_size", "bytes_before") if 0 <= x <= last_seq]
+    first_summary = view[0][0] if view else last_seq
+    # Before the first summarization the model received the raw chain itself.
+    view = _grown([(x, prefix[x]) for x in _raw_samples(prefix, first_summary - 1)] + view, prefix)
+    xs = sorted(set(_raw_samples(prefix, last_seq)) | {x for x, _ in view})
     raw = [(x, prefix[x]) for x in xs]
     chart.y_max = max([y for _, y in raw + view] or [0])
     chart.empty = last_seq == 0
     chart.series = [
-        {"name": "raw chain", "css": "raw", "points": _scale(chart, raw), "last": raw[-1][1] if raw else 0},
-        {"name": "model view", "css": "view", "points": _scale(chart, view), "last": view[-1][1] if view else 0},
+        {"name": "raw chain", "css": "raw", "points": _scale(chart, raw), "last": raw[-1][1] if raw else 0,
+         "marks": _marks(chart, raw, "raw chain")},
+        {"name": "model view", "css": "view", "points": _scale(chart, view), "last": view[-1][1] if view else 0,
+         "marks": _marks(chart, view, "model view")},
     ]
     return chart
 
@@ -101,11 +170,14 @@ def tokens_chart(*, history: dict[str, list[dict[str, Any]]], last_seq: int, win
     chart.y_max = max([y for _, y in view] + [window or 0])
     chart.empty = not view
     chart.series = [{"name": "view tokens", "css": "view", "points": _scale(chart, view),
-                     "last": view[-1][1] if view else 0}]
+                     "last": view[-1][1] if view else 0, "marks": _marks(chart, view, "view tokens")}]
+    chart.note = ("The view compacts before a call would not fit: when its tokens plus the reserved output pass "
+                  "the window, i.e. when the line crosses the dashed “window − reserved output” line."
+                  if window else "The model's window is unknown, so no limit is drawn.")
     if window:
         h = chart.plot_bottom - PAD_TOP
-        lines = (("window", "window", window), ("window − reserved output", "budget", window - reserve))
-        for name, css, value in lines:
+        limits = (("window", "window", window), ("window − reserved output", "budget", window - reserve))
+        for name, css, value in limits:
             y = chart.plot_bottom - h * value / max(chart.y_max, 1)
             chart.lines.append({"name": name, "css": css, "y": f"{y:.1f}", "value": value})
     return chart

@@ -11,7 +11,7 @@ const NOTICE_LIMIT = 3;
 const CATCH_UP_MAX_ROUNDS = 50;
 
 const state = { ws: null, attempt: 0, lastSeq: 0, toolNames: new Map(), refreshing: false, refreshAgain: false,
-  catchingUp: false, catchUpAgain: false, selected: null, stats: { live: 0, caughtUp: 0, swaps: 0, reconnects: 0 } };
+  catchingUp: false, catchUpAgain: false, selected: null, stats: { live: 0, caughtUp: 0, swaps: 0, reconnects: 0, heartbeats: 0 } };
 
 const root = () => document.getElementById("chain-live");
 
@@ -56,7 +56,10 @@ function rawRow(m) {
   li.id = `m-${m.seq}`;
   li.dataset.seq = String(m.seq);
   const meta = el("div", "msg-meta");
-  meta.append(el("span", "seq", `#${m.seq}`), " ", el("span", "role", m.role));
+  const seq = el("a", "seq seq-link", `#${m.seq}`);
+  const size = Number((root() && root().dataset.pageSize) || 200);
+  seq.href = `${window.location.pathname}?page=${Math.floor((m.seq - 1) / size) + 1}#m-${m.seq}`;
+  meta.append(seq, " ", el("span", "role", m.role));
   const tool = toolName(m);
   if (tool) meta.append(" ", el("span", "tool", tool));
   const tokens = m.token_count === null || m.token_count === undefined ? "" : ` · ${m.token_count} tok`;
@@ -80,18 +83,30 @@ function appendMessages(messages) {
   const band = document.getElementById("pending-band");
   const list = document.getElementById("pending-list");
   let added = 0;
+  let grew = 0;
   for (const m of messages.slice().sort((a, b) => a.seq - b.seq)) {
     learnTools(m);
     if (m.seq <= state.lastSeq) continue; // already shown (dedupe by seq)
-    if (m.seq !== state.lastSeq + 1) { catchUp(); return; } // a gap: ask the server for what we missed
+    if (m.seq !== state.lastSeq + 1) { catchUp(); break; } // a gap: ask the server for what we missed
     state.lastSeq = m.seq;
+    grew += m.byte_size || 0;
     if (live && list && !document.getElementById(`m-${m.seq}`)) {
       list.append(rawRow(m));
       added += 1;
     }
   }
   if (added && band) band.hidden = false;
+  if (grew) growRawLegend(grew);
   if (!live && messages.length) notice(`New messages up to #${state.lastSeq}: open the newest page to see them.`, "", "new");
+}
+
+// The chart legend's raw-chain size follows appends; the charts themselves are redrawn with the next view.
+function growRawLegend(bytes) {
+  const legend = document.querySelector(".lg-raw[data-live-bytes]");
+  if (!legend) return;
+  const total = Number(legend.dataset.liveBytes || 0) + bytes;
+  legend.dataset.liveBytes = String(total);
+  legend.textContent = `raw chain ${kb(total)}`;
 }
 
 async function fetchJSON(url) {
@@ -158,16 +173,29 @@ async function refreshPanel() {
   }
 }
 
-// One line per notice (full text on hover); a compaction's "started" line is replaced by its outcome.
+// One line per notice (full text on hover); a compaction's "started" line is replaced by its outcome. Notices of
+// compactions this page queued itself ("own") are kept while others scroll out, so they always report back.
+const ownEvents = new Set();
+
 function notice(text, kind, key) {
   const box = document.getElementById("notices");
   if (!box) return;
   const n = el("div", `notice${kind ? ` is-${kind}` : ""}`, text);
   n.title = text;
   if (key) n.dataset.key = key;
+  if (key && ownEvents.has(key)) n.classList.add("is-own");
   const old = key && [...box.children].find((c) => c.dataset.key === key);
   if (old) old.replaceWith(n); else box.prepend(n);
-  while (box.children.length > NOTICE_LIMIT) box.lastElementChild.remove();
+  while (box.children.length > NOTICE_LIMIT) {
+    const others = [...box.children].filter((c) => !c.classList.contains("is-own"));
+    (others.length ? others[others.length - 1] : box.lastElementChild).remove();
+  }
+}
+
+// The compaction this page just queued (chain_page.js): its notices are matched by event id.
+function trackCompaction(eventId, text) {
+  ownEvents.add(`event-${eventId}`);
+  notice(text, "", `event-${eventId}`);
 }
 
 function onEvent(ev) {
@@ -177,14 +205,23 @@ function onEvent(ev) {
       appendMessages(ev.messages || []);
       if (ev.last_seq > state.lastSeq) catchUp(); // the event payload is capped; fetch the rest by seq
       break;
+    case "message.appended_up_to": // a coalesced burst: its messages when small and whole, else only its range
+      state.stats.live += (ev.messages || []).length;
+      appendMessages(ev.messages || []);
+      if (ev.last_seq > state.lastSeq) catchUp();
+      break;
+    case "heartbeat": // the chain's stored last seq: a frame dropped under load is caught up here
+      state.stats.heartbeats += 1;
+      if (ev.last_seq > state.lastSeq) catchUp();
+      break;
     case "view.updated":
       refreshPanel();
       break;
     case "compaction.started":
-      notice(`Compaction started (${ev.trigger})…`, "", `event-${ev.event_id}`);
+      notice(`Compaction #${ev.event_id} started (${ev.trigger})…`, "", `event-${ev.event_id}`);
       break;
     case "compaction.completed": {
-      notice(`Compaction complete (${ev.trigger}): ${kb(ev.bytes_before)} → ${kb(ev.bytes_after)}, `
+      notice(`Compaction #${ev.event_id} complete (${ev.trigger}): ${kb(ev.bytes_before)} → ${kb(ev.bytes_after)}, `
         + `${ev.tokens_before} → ${ev.tokens_after} tokens, ${ev.calls} call(s), ${ev.duration_ms} ms`, "ok", `event-${ev.event_id}`);
       const count = document.getElementById("compactions-count");
       if (count && ev.compactions !== undefined) count.textContent = String(ev.compactions);
@@ -192,7 +229,7 @@ function onEvent(ev) {
       break;
     }
     case "compaction.failed":
-      notice(`Compaction failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed", `event-${ev.event_id}`);
+      notice(`Compaction #${ev.event_id} failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed", `event-${ev.event_id}`);
       refreshPanel();
       break;
     default:
@@ -284,5 +321,6 @@ if (start) {
   setStatus("connecting", "connecting…");
   connect();
   // A small handle for debugging and for the browser tests (drop the socket, read counters).
-  window.pentagiLive = { state, drop: () => state.ws && state.ws.close(), refresh: refreshPanel, catchUp };
+  window.pentagiLive = { state, drop: () => state.ws && state.ws.close(), refresh: refreshPanel, catchUp,
+    trackCompaction, notice };
 }

@@ -162,3 +162,64 @@ async def test_a_worker_thread_broadcast_reaches_the_socket_through_the_bound_lo
         bind_event_loop(None)
     assert frame == event
     await ws.disconnect()
+
+
+def _appended(chain_id: int, seq: int) -> dict:
+    return {"type": "message.appended", "chain_id": chain_id, "last_seq": seq,
+            "messages": [{"role": "user", "content": f"m{seq}", "seq": seq, "byte_size": 3, "token_count": 1}]}
+
+
+async def _owner_watching() -> tuple[Chain, WebsocketCommunicator]:
+    """alice's new chain and her connected socket, past its hello frame."""
+    user, chain = await sync_to_async(_make_chain)("alice")
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user))
+    await ws.connect()
+    await ws.receive_json_from(timeout=2)
+    return chain, ws
+
+
+async def test_a_burst_of_appends_becomes_one_appended_up_to_frame(settings):
+    settings.LIVE_COALESCE_SECONDS = 0.3
+    chain, ws = await _owner_watching()
+    for seq in range(1, 31):
+        await sync_to_async(broadcast)(chain.pk, _appended(chain.pk, seq))
+    first = await ws.receive_json_from(timeout=2)
+    assert first["type"] == "message.appended" and first["last_seq"] == 1  # the leading append is not delayed
+    burst = await ws.receive_json_from(timeout=2)
+    assert (burst["type"], burst["first_seq"], burst["last_seq"]) == ("message.appended_up_to", 2, 30)
+    assert [m["seq"] for m in burst["messages"]] == list(range(2, 31))
+    assert await ws.receive_nothing(timeout=0.5)
+
+
+async def test_a_burst_with_a_gap_carries_only_its_seq_range(settings):
+    settings.LIVE_COALESCE_SECONDS = 0.3
+    chain, ws = await _owner_watching()
+    for seq in (1, 2, 3, 5):  # seq 4's event never reached this consumer
+        await sync_to_async(broadcast)(chain.pk, _appended(chain.pk, seq))
+    await ws.receive_json_from(timeout=2)
+    burst = await ws.receive_json_from(timeout=2)
+    assert (burst["first_seq"], burst["last_seq"], burst["messages"]) == (2, 5, [])
+    await ws.disconnect()
+
+
+async def test_a_pending_burst_is_sent_before_the_view_that_covers_it(settings):
+    settings.LIVE_COALESCE_SECONDS = 5
+    chain, ws = await _owner_watching()
+    for seq in (1, 2, 3):
+        await sync_to_async(broadcast)(chain.pk, _appended(chain.pk, seq))
+    await sync_to_async(broadcast)(chain.pk, {"type": "view.updated", "chain_id": chain.pk, "version": 1,
+                                              "raw_seq_to": 3, "byte_size": 9, "token_count": 3, "messages": 3})
+    types = [(await ws.receive_json_from(timeout=2))["type"] for _ in range(3)]
+    assert types == ["message.appended", "message.appended_up_to", "view.updated"]
+    await ws.disconnect()
+
+
+async def test_the_heartbeat_carries_the_stored_last_seq_without_any_broadcast(settings):
+    settings.LIVE_HEARTBEAT_SECONDS = 0.2
+    user, chain = await sync_to_async(_make_chain)("alice")
+    await sync_to_async(Chain.objects.filter(pk=chain.pk).update)(last_seq=42)
+    ws = await _communicator(chain.pk, await sync_to_async(_session_cookie)(user))
+    await ws.connect()
+    await ws.receive_json_from(timeout=2)
+    assert await ws.receive_json_from(timeout=2) == {"type": "heartbeat", "chain_id": chain.pk, "last_seq": 42}
+    await ws.disconnect()

@@ -18,13 +18,6 @@ SUMMARY_CALL = "call_SUMMARYSUMMARYSUMMARY0"
 
 
 @pytest.fixture
-def client_for(user):
-    c = Client()
-    c.force_login(user)
-    return c
-
-
-@pytest.fixture
 def hostile_chain(make_chain):
     return make_chain([
         {"role": "system", "content": "You are a pentester."},
@@ -193,4 +186,5 @@ def test_chart_draws_the_compaction_saw_tooth(client_for, hostile_chain):
     body = client_for.get(f"/chains/{hostile_chain.pk}/").content.decode()
     view_points = re.findall(r'class="series series-view" points="([^"]*)"', body)[0].split()
     xs = [p.split(",")[0] for p in view_points]
-    assert len(view_points) == 2 and xs[0] == xs[1]  # before and after at one seq: a vertical drop
+    assert xs[-1] == xs[-2]  # before and after at one seq: a vertical drop
+    assert len(set(xs)) == len(xs) - 1  # before it, the view followed the raw chain's growth

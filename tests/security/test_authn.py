@@ -24,7 +24,7 @@ def ids(make_chain, tool_round) -> dict[str, str]:
     flow = chain.agent.flow
     return {"flow_id": flow.pk, "chain_id": chain.pk, "seq": 1, "profile": "agent", "rest": "anything",
             "app_label": "flows", "object_id": flow.pk, "model_name": "flow", "content_type_id": 1,
-            "url": "flows/flow/", "id": 1}
+            "url": "flows/flow/", "id": 1, "event_id": 1, "fmt": "openai"}
 
 
 def _protected(ids: dict[str, str]) -> list[str]:

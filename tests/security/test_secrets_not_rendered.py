@@ -30,7 +30,7 @@ def test_no_page_api_or_admin_screen_shows_the_key(provider, staff_user, make_ch
     chain = make_chain(tool_round)
     ids = {"flow_id": chain.agent.flow_id, "chain_id": chain.pk, "seq": 1, "profile": "agent", "rest": "x",
            "app_label": "flows", "object_id": provider.pk, "model_name": "providerconfig", "id": staff_user.pk,
-           "content_type_id": 1, "url": "flows/providerconfig/"}
+           "content_type_id": 1, "url": "flows/providerconfig/", "event_id": 1, "fmt": "openai"}
     client = Client()
     client.force_login(staff_user)
     seen = 0
