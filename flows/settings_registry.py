@@ -109,6 +109,8 @@ SETTINGS_FIELDS: tuple[SettingField, ...] = (
     _compaction("prune_keep_last_assistants", "int", 3, "assistant messages"),
     _compaction("prune_tools_allow", "str", ""),
     _compaction("prune_tools_deny", "str", ""),
+    SettingField("gateway_mode", "choice", {AGENT: "GATEWAY_MODE", ASSISTANT: "GATEWAY_MODE"},
+                 {AGENT: "manage", ASSISTANT: "manage"}, "", "compaction", ("observe", "manage")),
 )
 FIELDS_BY_NAME = {f.name: f for f in SETTINGS_FIELDS}
 

@@ -3,6 +3,7 @@ from .chains import (
     AGENT_TYPES, ROLES, Agent, AppendOnlyError, Chain, ChainView, Flow, FlowStatus, MemoryNote, Message,
     Outcome, Profile, Section, SummaryEvent, Trigger,
 )
+from .gateway import CallStatus, GatewayCall, GatewayMode
 from .providers import ApiToken, LLMCall, ModelWindow, ProviderConfig, ProviderKind, hash_token
 from .settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerSettings
 
@@ -10,5 +11,5 @@ __all__ = [
     "AGENT_TYPES", "ROLES", "Agent", "AppendOnlyError", "Chain", "ChainView", "Flow", "FlowStatus", "MemoryNote",
     "Message", "Outcome", "Profile", "Section", "SummaryEvent", "Trigger", "ApiToken", "LLMCall", "ModelWindow",
     "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode", "SettingsChange",
-    "SummarizerSettings",
+    "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode",
 ]

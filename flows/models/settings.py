@@ -117,6 +117,10 @@ class SummarizerSettings(models.Model):
     prune_tools_deny = models.CharField(
         max_length=500, blank=True, default="",
         help_text="Comma-separated tool name globs never pruned; deny wins (COMPACTION_PRUNE_TOOLS_DENY).")
+    gateway_mode = models.CharField(
+        max_length=8, choices=[("observe", "observe"), ("manage", "manage")], default="manage",
+        help_text="What /v1/chat/completions forwards: 'manage' the summarized view fitted to the window, "
+        "'observe' the agent's request untouched; a request may override it with X-Gateway-Mode (GATEWAY_MODE).")
 
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
