@@ -90,8 +90,11 @@ async def open_upstream(request: ChatRequest, prepared: PreparedCall, deadline: 
             raise _passthrough(response.status_code, raw)
         sent = await sync_to_async(gateway_overflow_compact)(chain_id=prepared.chain.pk,
                                                               observed_tokens=engine.overflow_tokens(text))
+        retry = upstream_body(request, prepared, sent.messages)
+        if retry == body:  # the compaction could not shrink it: the same request would fail the same way
+            raise _passthrough(response.status_code, raw)
         await sync_to_async(gateway_call_retried)(call=prepared.call, sent=sent, error=text)
-        body = upstream_body(request, prepared, sent.messages)
+        body = retry
     raise AssertionError("unreachable")
 
 

@@ -1,6 +1,7 @@
 """Gateway fixtures: a scripted upstream and the real product (`manage.py run --no-demo`) on loopback ports."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,13 @@ class Gateway:
 
     def shell(self, code: str) -> str:
         return self.stack.manage("shell", "-c", code)
+
+    def query(self, expression: str) -> Any:
+        """Evaluate a Python expression in the product's Django shell (models imported) and return it as JSON."""
+        code = ("import json\nfrom flows.models import *\nfrom django.contrib.auth.models import User\n"
+                f"print('RESULT ' + json.dumps({expression}, default=str))")
+        out = self.shell(code)
+        return json.loads(next(x for x in out.splitlines() if x.startswith("RESULT "))[7:])
 
     def chain(self, chain_id: int) -> dict[str, Any]:
         from tests.flows.pipeline_live import api

@@ -12,7 +12,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from summarizer import count_tokens
+from summarizer import count_tokens, make_extractive
 
 MODEL = "fake-model"
 
@@ -72,7 +72,8 @@ class FakeUpstream:
         body = json.loads(raw)
         if "tools" not in body:  # the product's own summarizer calls (the same endpoint writes summaries)
             self.summary_requests.append(body)
-            text = "Summary: nmap scans of 10.10.5.23 ran; results recorded."
+            prompt = "\n".join(str(m.get("content") or "") for m in body["messages"])
+            text = make_extractive()(prompt)  # a faithful summary, so the identifier audit passes
             return self._send(handler, 200, {"id": "sum", "object": "chat.completion", "created": 0,
                                              "model": body["model"], "choices": [{"index": 0, "finish_reason":
                                              "stop", "message": {"role": "assistant", "content": text}}]})
@@ -83,6 +84,8 @@ class FakeUpstream:
         if fault == "hang":
             time.sleep(30)
             return
+        if fault == "slow":
+            time.sleep(1.5)
         if fault == "garbage":
             return self._send(handler, 200, b"<html>bad gateway</html>")
         if fault == "ratelimit":
