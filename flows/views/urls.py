@@ -1,7 +1,7 @@
 """Page routes (included by flows/urls.py at the site root)."""
 from django.urls import path
 
-from . import chain, compact, flow_detail, flows_list, settings_page
+from . import chain, compact, flow_detail, flows_list, gateway_call, settings_page
 
 urlpatterns = [
     path("", flows_list.flows_list_page, name="flows-list"),
@@ -9,6 +9,7 @@ urlpatterns = [
     path("chains/<int:chain_id>/", chain.chain_page, name="chain-detail"),
     path("chains/<int:chain_id>/view-panel/", chain.chain_view_panel, name="chain-view-panel"),
     path("chains/<int:chain_id>/messages/<int:seq>.txt", chain.chain_message_text, name="chain-message-text"),
+    path("chains/<int:chain_id>/calls/<int:call_id>/", gateway_call.gateway_call_page, name="gateway-call"),
     path("chains/<int:chain_id>/compact/", compact.chain_compact_page, name="chain-compact"),
     path("settings/", settings_page.settings_page, name="settings"),
     path("settings/export.env", settings_page.settings_export, name="settings-export"),
