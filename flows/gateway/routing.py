@@ -99,9 +99,8 @@ def _thread(user: Any, request: ChatRequest, headers: Mapping[str, str]) -> Any:
         raise GatewayError(exc.status, f"messages: {exc}", code=exc.code) from None
 
 
-def prepare_call(headers: Mapping[str, str], request: ChatRequest) -> PreparedCall:
-    """Authenticate, thread into a chain, route, pick the mode, build what goes upstream, open the call row."""
-    user = authenticate_bearer(headers)
+def prepare_call(user: Any, headers: Mapping[str, str], request: ChatRequest) -> PreparedCall:
+    """Thread into a chain, route, pick the mode, build what goes upstream, open the call row."""
     threaded = _thread(user, request, headers)
     chain = Chain.objects.select_related("agent__flow").get(pk=threaded.chain.pk)
     try:

@@ -39,20 +39,22 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
         return _method_not_allowed("POST")
     started = time.monotonic()
     try:
+        headers = dict(request.headers)
+        user = await sync_to_async(authenticate_bearer)(headers)  # before parsing: strangers learn nothing
         chat = parse_chat_request(request.body)
-        prepared = await sync_to_async(prepare_call)(dict(request.headers), chat)
+        prepared = await sync_to_async(prepare_call)(user, headers, chat)
     except GatewayError as exc:
         return _error(exc)
-    headers = chain_headers(prepared.chain)
+    ids = chain_headers(prepared.chain)
     try:
         if not chat.stream:
             body = await calls.complete(chat, prepared, started)
-            return _with_headers(HttpResponse(body, content_type=JSON), headers)
+            return _with_headers(HttpResponse(body, content_type=JSON), ids)
         deadline = asyncio.get_running_loop().time() + prepared.provider.timeout_seconds
         response = await calls.open_upstream(chat, prepared, deadline)
     except GatewayError as exc:
         await _failed(prepared, started, exc)
-        exc.headers = headers
+        exc.headers = ids
         return _error(exc)
     except asyncio.CancelledError:
         await calls.finish(prepared, started, status=CallStatus.CANCELLED, http_status=499,
@@ -62,7 +64,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
                                    content_type="text/event-stream")
     stream["Cache-Control"] = "no-cache"
     stream["X-Accel-Buffering"] = "no"
-    return _with_headers(stream, headers)
+    return _with_headers(stream, ids)
 
 
 def _with_headers(response: Any, headers: dict[str, str]) -> Any:

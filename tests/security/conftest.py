@@ -1,7 +1,7 @@
 """The flows app's fixtures (users, clients, flow/agent/chain factories) for the security checks."""
-from tests.flows.conftest import *  # noqa: F401,F403 - fixtures are found by name in this module
-
 import pytest  # noqa: E402
+
+from tests.flows.conftest import *  # noqa: F401,F403 - fixtures are found by name in this module
 
 
 @pytest.fixture(autouse=True)
