@@ -16,7 +16,7 @@ from flows.events import broadcast
 from flows.gateway.threads import Match, best_match, extend_hash, prefix_hashes, root_index
 from flows.models import Agent, Chain, Flow, Outcome, SummaryEvent, Trigger
 from flows.models.chains import AGENT_TYPES
-from flows.services.history import agent_create, chain_append, flow_create
+from flows.services.history import MAX_BATCH_MESSAGES, AppendError, agent_create, chain_append, flow_create
 
 __all__ = ["MAX_THREAD_ATTEMPTS", "ChainNotFound", "ThreadResult", "gateway_thread", "gateway_answer_append"]
 
@@ -24,6 +24,18 @@ MAX_THREAD_ATTEMPTS = 3
 TITLE_CHARS = 80
 
 Msg = dict[str, Any]
+
+
+def _append_all(chain: Chain, messages: list[Msg]) -> None:
+    """chain_append in batches of its maximum (a first request may carry a long history); call in a transaction."""
+    for offset in range(0, len(messages), MAX_BATCH_MESSAGES):
+        try:
+            chain_append(chain=chain, messages=messages[offset:offset + MAX_BATCH_MESSAGES])
+        except AppendError as exc:
+            if exc.index is None or not offset:
+                raise
+            raise AppendError(exc.code, exc.reason, index=exc.index + offset, field=exc.field, status=exc.status,
+                              extra=exc.extra) from None
 
 
 class ChainNotFound(LookupError):
@@ -66,8 +78,10 @@ def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | Non
     root = hashes[root_index(messages)]
     for _attempt in range(MAX_THREAD_ATTEMPTS):
         chains = _owned_chains(user, pinned_chain_id)
-        candidates = [(pk, head, seq) for pk, head, seq, last in chains.filter(head_hash__in=set(hashes))
-                      .values_list("pk", "head_hash", "head_seq", "last_seq") if seq == last]
+        # A chain that is a prefix of the request shares its root: one indexed lookup, whatever the history.
+        known = set(hashes)
+        candidates = [(pk, head, seq) for pk, head, seq, last in chains.filter(root_hash__in={root, hashes[0]})
+                      .values_list("pk", "head_hash", "head_seq", "last_seq") if seq == last and head in known]
         match = best_match(hashes, candidates)
         try:
             if match is not None:
@@ -91,7 +105,7 @@ def _extend(match: Match, messages: list[Msg], hashes: list[str]) -> ThreadResul
         if not chain.is_active or chain.head_hash != expected or chain.head_seq != chain.last_seq:
             raise _HeadMoved(chain.pk)
         if new:
-            chain_append(chain=chain, messages=new)
+            _append_all(chain, new)
             Chain.objects.filter(pk=chain.pk).update(head_hash=hashes[-1], head_seq=chain.last_seq)
     return ThreadResult(chain=chain, appended=len(new), head_hash=hashes[-1])
 
@@ -106,7 +120,7 @@ def _create(user: Any, messages: list[Msg], hashes: list[str], root: str, agent_
         flow = flow_create(owner=user, title=_title(messages), model_name=model_name)
         agent = agent_create(flow=flow, agent_type=agent_type if agent_type in AGENT_TYPES else "primary_agent")
         chain = agent.chains.get(is_active=True)
-        chain_append(chain=chain, messages=messages)
+        _append_all(chain, messages)
         _set_head(chain, hashes, root)
     return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1])
 
@@ -120,7 +134,7 @@ def _rewrite(previous: Chain, messages: list[Msg], hashes: list[str], root: str)
         Chain.objects.filter(pk=old.pk).update(is_active=False, updated_at=timezone.now())
         chain = Chain.objects.create(agent_id=old.agent_id, parent=old, compactions=old.compactions,
                                      tool_call_id_template=old.tool_call_id_template)
-        chain_append(chain=chain, messages=messages)
+        _append_all(chain, messages)
         _set_head(chain, hashes, root)
         event = _rewrite_event(old, chain, len(messages))
         payload = {"type": "chain.rewritten", "chain_id": old.pk, "successor_id": chain.pk, "event_id": event.pk,

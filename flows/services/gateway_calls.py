@@ -5,11 +5,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from flows.events import broadcast
 from flows.gateway.engine import estimate_tokens, pruned
-from flows.models import Chain, GatewayCall, ProviderConfig, PruningMode, Trigger
+from flows.models import Chain, ChainView, GatewayCall, Message, ProviderConfig, PruningMode, Trigger
 
 __all__ = ["SentMessages", "gateway_view_prepare", "gateway_overflow_compact", "gateway_call_start",
            "gateway_call_retried", "gateway_call_finish", "call_cost"]
@@ -75,15 +76,31 @@ def gateway_call_start(*, chain: Chain, user: Any, provider: ProviderConfig | No
                        stream: bool, request_messages: int, appended: int, sent: SentMessages) -> GatewayCall:
     call = GatewayCall.objects.create(
         chain=chain, user=user, provider=provider, model=model, mode=mode, stream=stream,
-        request_messages=request_messages, appended=appended, **_sent_fields(sent, model))
+        request_messages=request_messages, appended=appended, **_sent_fields(sent, model, chain.pk))
     transaction.on_commit(lambda: broadcast(chain.pk, _call_event(call, "gateway.call.started")))  # type: ignore
     return call
 
 
-def _sent_fields(sent: SentMessages, model: str) -> dict[str, Any]:
+def _stored_tokens(chain_id: int, sent: SentMessages) -> int | None:
+    """Our estimate of a reference call from what is stored (view tokens + cached raw tokens), without
+    re-tokenizing the whole history on every call; None when a count is missing."""
+    after, tokens = 0, 0
+    if sent.view_version:
+        view = ChainView.objects.filter(chain_id=chain_id, version=sent.view_version).values_list(
+            "raw_seq_to", "token_count").first()
+        if view is None:
+            return None
+        after, tokens = view
+    rows = Message.objects.filter(chain_id=chain_id, seq__gt=after, seq__lte=sent.raw_seq_to)
+    totals = rows.aggregate(tokens=Sum("token_count"), missing=Count("pk", filter=Q(token_count=None)))
+    return None if totals["missing"] else tokens + (totals["tokens"] or 0)
+
+
+def _sent_fields(sent: SentMessages, model: str, chain_id: int) -> dict[str, Any]:
+    tokens = _stored_tokens(chain_id, sent) if sent.exact else None
     return {"sent_view_version": sent.view_version, "sent_raw_seq_to": sent.raw_seq_to,
             "sent_messages": None if sent.exact else sent.messages, "sent_message_count": len(sent.messages),
-            "sent_tokens": estimate_tokens(sent.messages, model)}
+            "sent_tokens": tokens if tokens is not None else estimate_tokens(sent.messages, model)}
 
 
 def call_cost(provider: ProviderConfig | None, usage: dict[str, Any] | None) -> float:
@@ -97,7 +114,7 @@ def call_cost(provider: ProviderConfig | None, usage: dict[str, Any] | None) -> 
 
 def gateway_call_retried(*, call: GatewayCall, sent: SentMessages, error: str) -> None:
     """An overflow retry: the call now records the compacted input it sends next."""
-    for key, value in _sent_fields(sent, call.model).items():
+    for key, value in _sent_fields(sent, call.model, call.chain_id).items():
         setattr(call, key, value)
     call.attempts += 1
     call.save()
