@@ -98,7 +98,13 @@ async def models(request: HttpRequest) -> HttpResponse:
         providers = await sync_to_async(_default_first)()
         data: list[dict[str, Any]] = []
         for index, provider in enumerate(providers):
-            for item in await upstream.list_models(provider):
+            try:
+                listed = await upstream.list_models(provider)
+            except GatewayError:
+                if index == 0:
+                    raise
+                continue  # another provider being down must not hide the default's models
+            for item in listed:
                 window = await sync_to_async(_window)(item["id"])
                 prefix = "" if index == 0 else provider.name + "/"
                 data.append({**item, "id": prefix + item["id"], "context_window": window})
