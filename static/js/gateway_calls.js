@@ -87,11 +87,12 @@ function handle(ev) {
 function connect(attempt) {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const ws = new WebSocket(`${scheme}://${location.host}/ws/chains/${encodeURIComponent(section.dataset.chainId)}/`);
-  ws.addEventListener("open", () => { attempt = 0; });
+  ws.addEventListener("open", () => { attempt = 0; section.dataset.live = "on"; });
   ws.addEventListener("message", (msg) => {
     try { handle(JSON.parse(msg.data)); } catch (err) { console.warn("gateway event ignored", err); }
   });
   ws.addEventListener("close", (e) => {
+    section.dataset.live = "off";
     if (e.code === 4401 || e.code === 4404) return;
     setTimeout(() => connect(attempt + 1), BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]);
   });
