@@ -8,8 +8,8 @@ from django.http import HttpRequest, HttpResponse
 
 from flows.forms import ProviderConfigForm, SummarizerSettingsForm
 from flows.models import (
-    Agent, ApiToken, Chain, ChainView, Flow, LLMCall, MemoryNote, Message, ModelWindow, ProviderConfig, Section,
-    SettingsChange, SummarizerSettings, SummaryEvent,
+    Agent, ApiToken, Chain, ChainView, Flow, GatewayCall, LLMCall, MemoryNote, Message, ModelWindow, ProviderConfig,
+    Section, SettingsChange, SummarizerSettings, SummaryEvent,
 )
 from flows.services import settings_create, settings_update
 from flows.settings_registry import SETTINGS_FIELDS, SettingsError, settings_env_export
@@ -80,6 +80,13 @@ class SummaryEventAdmin(ReadOnlyAdmin):
     list_display = ["id", "chain", "trigger", "outcome", "bytes_before", "bytes_after", "tokens_before",
                     "tokens_after", "calls", "duration_ms", "created_at"]
     list_filter = ["trigger", "outcome"]
+
+
+@admin.register(GatewayCall)
+class GatewayCallAdmin(ReadOnlyAdmin):
+    list_display = ["id", "chain", "mode", "model", "status", "http_status", "attempts", "sent_message_count",
+                    "latency_ms", "cost_usd", "created_at"]
+    list_filter = ["mode", "status", "stream"]
 
 
 @admin.register(LLMCall)
