@@ -20,15 +20,25 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from context_managers import (LangChainSummarization, LangMemSummarization, Manager, Ours,  # noqa: E402
-                              Truncation, budget_tokens, normalized, split_turns)
+from context_managers import (  # noqa: E402
+    LangChainSummarization,
+    LangMemSummarization,
+    Manager,
+    Ours,
+    Truncation,
+    budget_tokens,
+    normalized,
+    split_turns,
+)
+
 from summarizer import count_tokens  # noqa: E402
 from summarizer.identifiers import extract_identifiers, missing_identifiers  # noqa: E402
 

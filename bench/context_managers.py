@@ -5,7 +5,7 @@ model call, `view()` is what the model would receive next (OpenAI chat dicts, sy
 one summarizes with the same stub model, `StubModel`: our offline extractive summarizer, counted (calls and
 input bytes), so differences come from the policy (when, what and how much to summarize), not the model.
 
-- `Ours`: PentAGI chain summarization with a profile, then fit_to_window (what flows.services.views runs).
+- `Ours`: PentAGI chain summarization with a profile, then fit_to_window (what flows.services.summarization runs).
 - `LangChainSummarization`: langchain's SummarizationMiddleware, its before_model hook applied to the agent
   state; trigger/keep in tokens of the same window; other knobs at their defaults.
 - `LangMemSummarization`: langmem's summarize_messages over the full history with its RunningSummary.
@@ -15,7 +15,8 @@ LangChain and LangMem are imported lazily: they live only in .venv-bench (script
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from summarizer import SummarizerConfig, count_tokens, summarize_chain
 from summarizer.compact import ContextTooLarge, fit_to_window
@@ -154,7 +155,7 @@ class _Ids:
         from langchain_core.messages import convert_to_messages
 
         out = list(convert_to_messages(messages))
-        for msg, original in zip(out, messages):
+        for msg, original in zip(out, messages, strict=False):
             msg.id = f"m{len(self.originals)}"
             self.originals[msg.id] = original
         return out

@@ -1,6 +1,6 @@
 """Per-turn engine time and peak memory as a chain grows from 100 to 10,000 messages.
 
-The chain is replayed turn by turn the way the pipeline runs it (flows.services.views): after each turn the
+The chain is replayed turn by turn the way the pipeline runs it (flows.services.summarization): after each turn the
 engine gets the current *view* plus the turn's new raw messages (lineage in raw indices), summarizes it with
 the agent profile and the offline extractive summarizer, then fits it to a 128k window (token count of the
 view). The raw chain is never handed to the engine again, so the per-turn cost should follow the size of
@@ -29,18 +29,19 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from context_managers import split_turns  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
 from summarizer.compact import fit_to_window  # noqa: E402
 from summarizer.extractive import make_extractive  # noqa: E402
 from summarizer.tokens import TokenCache, count_tokens  # noqa: E402
-
-from context_managers import split_turns  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 __all__ = ["synthetic_turns", "corpus_turns", "replay", "main"]
 
@@ -168,8 +169,8 @@ def replay(turns: Iterator[list[Message]], max_messages: int, *, config: Summari
             row["traced_mib"], row["peak_mib"] = (v / 2**20 for v in tracemalloc.get_traced_memory())
         else:
             cold = TokenCache()
-            row["count_cold_ms"] = _timed(lambda: count_tokens(run.raw, cache=cold)) * 1000
-            row["count_warm_ms"] = _timed(lambda: count_tokens(run.raw, cache=cold)) * 1000
+            row["count_cold_ms"] = _timed(lambda cache=cold: count_tokens(run.raw, cache=cache)) * 1000
+            row["count_warm_ms"] = _timed(lambda cache=cold: count_tokens(run.raw, cache=cache)) * 1000
         rows.append(row)
         if not checkpoints:
             break

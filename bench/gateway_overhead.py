@@ -13,7 +13,6 @@ import argparse
 import http.client
 import json
 import os
-import statistics
 import sys
 import threading
 import time

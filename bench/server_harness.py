@@ -82,7 +82,7 @@ class Server:
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         try:
             self._start()
         except BaseException:

@@ -54,7 +54,8 @@ def agent_turn(n: int, *, first: bool = False) -> list[dict[str, Any]]:
         {"role": "user", "content": f"[mark-{n}] scan {host}"},
         {"role": "assistant", "content": None, "tool_calls": [{"id": cid, "type": "function", "function": {
             "name": "terminal", "arguments": json.dumps({"input": f"nmap -sV {host}"})}}]},
-        {"role": "tool", "tool_call_id": cid, "content": (line * (TOOL_OUTPUT_BYTES // len(line) + 1))[:TOOL_OUTPUT_BYTES]},
+        {"role": "tool", "tool_call_id": cid,
+         "content": (line * (TOOL_OUTPUT_BYTES // len(line) + 1))[:TOOL_OUTPUT_BYTES]},
         {"role": "assistant", "content": f"{host}: ssh open."},
     ]
     return ([{"role": "system", "content": "You are a pentester."}] if first else []) + batch

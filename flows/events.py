@@ -8,28 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 __all__ = [
-    "MessageAppended", "ViewUpdated", "CompactionStarted", "CompactionCompleted", "CompactionFailed",
-    "GatewayCallEvent", "GatewayCallDelta", "ChainRewritten", "ChainEvent", "EVENT_TYPES", "group_name",
-    "broadcast", "abroadcast", "bind_event_loop",
+    "MessageAppendedEvent", "ViewUpdatedEvent", "CompactionStartedEvent", "CompactionCompletedEvent",
+    "CompactionFailedEvent", "GatewayCallEvent", "GatewayCallDeltaEvent", "ChainRewrittenEvent", "ChainEvent",
+    "EVENT_TYPES", "group_name", "broadcast", "abroadcast", "bind_event_loop",
 ]
 
 log = logging.getLogger(__name__)
 
 
-class MessageAppended(TypedDict):
+class MessageAppendedEvent(TypedDict):
     type: Literal["message.appended"]
     chain_id: int
     messages: list[dict[str, Any]]  # each: canonical message + "seq", "byte_size", "token_count"
     last_seq: int
 
 
-class ViewUpdated(TypedDict):
+class ViewUpdatedEvent(TypedDict):
     type: Literal["view.updated"]
     chain_id: int
     version: int
@@ -39,14 +39,14 @@ class ViewUpdated(TypedDict):
     messages: int  # number of messages in the view; the page fetches the view itself
 
 
-class CompactionStarted(TypedDict):
+class CompactionStartedEvent(TypedDict):
     type: Literal["compaction.started"]
     chain_id: int
     event_id: int
     trigger: str
 
 
-class CompactionCompleted(TypedDict):
+class CompactionCompletedEvent(TypedDict):
     type: Literal["compaction.completed"]
     chain_id: int
     event_id: int
@@ -60,7 +60,7 @@ class CompactionCompleted(TypedDict):
     compactions: int
 
 
-class CompactionFailed(TypedDict):
+class CompactionFailedEvent(TypedDict):
     type: Literal["compaction.failed"]
     chain_id: int
     event_id: int
@@ -90,7 +90,7 @@ class GatewayCallEvent(TypedDict):
     error: str
 
 
-class GatewayCallDelta(TypedDict):
+class GatewayCallDeltaEvent(TypedDict):
     """Text of a streamed answer as it arrives (throttled; the finished event carries the whole answer's seq)."""
 
     type: Literal["gateway.call.delta"]
@@ -99,7 +99,7 @@ class GatewayCallDelta(TypedDict):
     text: str
 
 
-class ChainRewritten(TypedDict):
+class ChainRewrittenEvent(TypedDict):
     """The agent resent a rewritten history: the chain continues in `successor_id` (sent to both chains)."""
 
     type: Literal["chain.rewritten"]
@@ -110,8 +110,10 @@ class ChainRewritten(TypedDict):
     messages_after: int
 
 
-ChainEvent = Union[MessageAppended, ViewUpdated, CompactionStarted, CompactionCompleted, CompactionFailed,
-                   GatewayCallEvent, GatewayCallDelta, ChainRewritten]
+# Named *Event so that `CompactionFailedEvent` (a live notice) is never confused with the engine's exception
+# `summarizer.CompactionFailed`.
+ChainEvent = (MessageAppendedEvent | ViewUpdatedEvent | CompactionStartedEvent | CompactionCompletedEvent
+              | CompactionFailedEvent | GatewayCallEvent | GatewayCallDeltaEvent | ChainRewrittenEvent)
 EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.failed",
                "gateway.call.started", "gateway.call.retried", "gateway.call.finished", "gateway.call.delta",
                "chain.rewritten")

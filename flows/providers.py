@@ -11,6 +11,7 @@ The raw API key never leaves this module except inside the openai client: logs a
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -18,8 +19,8 @@ from typing import Any
 import openai
 from django.db import IntegrityError, transaction
 
+from flows.engine import ModelInfo, lookup_model, window_from_models_payload
 from flows.models import Flow, ModelWindow, ProviderConfig, ProviderKind
-from summarizer.catalog import ModelInfo, lookup_model, window_from_models_payload
 
 __all__ = [
     "ENV_PROVIDER_NAME", "DEFAULT_OPENAI_BASE_URL", "DEFAULT_OPENAI_MODEL", "DISCOVERY_TIMEOUT_SECONDS",
@@ -61,8 +62,6 @@ def provider_from_env(environ: Mapping[str, str] | None = None) -> ProviderConfi
     It becomes the default provider when no other provider is the default. LLM_SERVER_CONTEXT_TOKENS
     (llama.cpp and Ollama do not report their window) records the model's window unless an admin row exists.
     """
-    import os
-
     env = os.environ if environ is None else environ
     values = _env_values(env)
     if values is None:

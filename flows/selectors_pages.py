@@ -14,6 +14,7 @@ from django.db.models.functions import Cast
 from django.http import Http404
 
 from .models import Chain, ChainView, Flow, MemoryNote, Message, SummarizerSettings, SummaryEvent
+from .providers import model_window_for
 from .selectors import chains_visible_to, flows_visible_to
 
 __all__ = [
@@ -52,8 +53,6 @@ class WindowInfo:
 
 def window_for_model(model_name: str) -> WindowInfo:
     """The window as the pipeline sees it: admin/env override, discovered, then the catalog; else unknown."""
-    from .providers import model_window_for
-
     window, max_output, source = model_window_for(model=model_name) if model_name else (None, None, "unknown")
     return WindowInfo(model_name, window, max_output, source if window else "")
 

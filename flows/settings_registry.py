@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import IntegrityError, transaction
 
+from flows.engine import SummarizerConfig
 from flows.models import Flow, IdentifierPolicy, Profile, PruningMode, SummarizerSettings
 
 __all__ = [
@@ -272,8 +274,6 @@ def settings_for(*, profile: str, flow: Flow | int | None = None) -> SummarizerS
 
 def summarizer_config_for(row: SummarizerSettings):
     """The pure engine's frozen config for a settings row (assistant's fixed values applied)."""
-    from summarizer.config import SummarizerConfig
-
     values = {name: getattr(row, name) for name in (
         "preserve_last", "use_qa", "summ_human_in_qa", "last_sec_bytes", "max_bp_bytes", "max_qa_sections",
         "max_qa_bytes", "keep_qa_sections")}

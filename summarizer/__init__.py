@@ -4,28 +4,46 @@ The LLM comes in as a callable: `summarize(prompt: str) -> str` (or an async one
 """
 from __future__ import annotations
 
+from .catalog import ModelInfo, lookup_model, window_from_models_payload
 from .chain import (
-    COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARIZATION_TOOL, SUMMARY_PREFIX, BodyPair, ChainAST, ChainError,
-    Header, Section, check_invariants, parse_chain,
+    COMPLETION,
+    REQUEST_RESPONSE,
+    SUMMARIZATION,
+    SUMMARIZATION_TOOL,
+    SUMMARY_PREFIX,
+    BodyPair,
+    ChainAST,
+    ChainError,
+    Header,
+    Section,
+    check_invariants,
+    parse_chain,
+)
+from .compact import FitResult, compact_now, fit_to_window, overflow_compactor
+from .compaction_errors import (
+    CompactionFailed,
+    ContextTooLarge,
+    OverflowRecoveryFailed,
+    RetryableProviderError,
+    SummarizeAborted,
 )
 from .config import SummarizerConfig
-from .handler import SummaryCache, cap_input, with_cap_and_cache
-from .messages import MessageError, validate_messages
-from .restore import prepare_provider_switch, restore_chain
-from .summarize import SummarizeResult, asummarize_chain, summarize_chain
-from .tokens import MissingEncoding, count_tokens, message_tokens
-from .compact import FitResult, compact_now, fit_to_window, overflow_compactor
-from .compaction_errors import (CompactionFailed, ContextTooLarge, OverflowRecoveryFailed, RetryableProviderError,
-                                SummarizeAborted)
+from .extractive import extractive_summarize, make_extractive
 from .fallback import retry_call, summarize_with_fallback
 from .fit_plan import FitPlan, effective_reserve, plan_fit
+from .formats import FORMATS, FormatError, detect_format, export_chain, import_chain
+from .handler import SummaryCache, cap_input, with_cap_and_cache
+from .identifiers import extract_findings, extract_identifiers, missing_identifiers
+from .messages import MessageError, chain_bytes, content_text, message_size, validate_messages
 from .overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
 from .providers import get_compaction_provider, register_compaction_provider, unregister_compaction_provider
 from .prune import PruneSettings, prune_view
-from .validate_view import InvalidView, assert_valid_view
-from .extractive import extractive_summarize, make_extractive
-from .formats import FormatError, detect_format, export_chain, import_chain
+from .restore import prepare_provider_switch, restore_chain
+from .summarize import SummarizeResult, asummarize_chain, summarize_chain
+from .tokens import MissingEncoding, count_tokens, is_estimate, message_tokens
+from .toolcall_ids import detect_id_template
 from .turns import split_turns
+from .validate_view import InvalidView, assert_valid_view
 
 __all__ = [
     # engine (chain AST, PentAGI passes)
@@ -35,8 +53,13 @@ __all__ = [
     "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch", "split_turns",
     # the offline summarizer and the transcript formats
     "extractive_summarize", "make_extractive", "import_chain", "export_chain", "detect_format", "FormatError",
-    # tokens
-    "count_tokens", "message_tokens", "MissingEncoding",
+    "FORMATS",
+    # message sizes and text, tool-call ids, identifiers (what the app stores and shows)
+    "content_text", "message_size", "chain_bytes", "detect_id_template", "extract_identifiers",
+    "missing_identifiers", "extract_findings",
+    # tokens and the model catalog
+    "count_tokens", "message_tokens", "MissingEncoding", "is_estimate", "ModelInfo", "lookup_model",
+    "window_from_models_payload",
     # window fit and compaction
     "fit_to_window", "FitResult", "compact_now", "overflow_compactor", "ContextTooLarge", "CompactionFailed",
     "OverflowRecoveryFailed", "RetryableProviderError", "SummarizeAborted", "retry_call", "summarize_with_fallback",

@@ -9,9 +9,10 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 __all__ = [
     "ModelInfo", "lookup_model", "window_from_models_payload", "window_check", "catalog_models",
@@ -125,7 +126,7 @@ def _entry_id(entry: Mapping[str, Any]) -> str:
 
 
 def _find_entry(entries: list[Mapping[str, Any]], model_id: str) -> Mapping[str, Any] | None:
-    tests = [lambda e: e == model_id, lambda e: e.casefold() == model_id.casefold(),
+    tests: list[Callable[[str], bool]] = [lambda e: e == model_id, lambda e: e.casefold() == model_id.casefold(),
              lambda e: e.rsplit("/", 1)[-1].casefold() == model_id.rsplit("/", 1)[-1].casefold()]
     for test in tests:
         for entry in entries:
@@ -136,8 +137,8 @@ def _find_entry(entries: list[Mapping[str, Any]], model_id: str) -> Mapping[str,
 
 
 def _window_fields(entry: Mapping[str, Any]) -> list[int]:
-    meta = entry.get("meta") if isinstance(entry.get("meta"), Mapping) else {}
-    top = entry.get("top_provider") if isinstance(entry.get("top_provider"), Mapping) else {}
+    meta: Mapping[str, Any] = entry["meta"] if isinstance(entry.get("meta"), Mapping) else {}
+    top: Mapping[str, Any] = entry["top_provider"] if isinstance(entry.get("top_provider"), Mapping) else {}
     values = [entry.get(k) for k in ("context_length", "max_model_len", "context_window", "max_context_length",
                                      "loaded_context_length", "n_ctx")]
     values += [meta.get("n_ctx"), top.get("context_length")]
@@ -162,13 +163,14 @@ def window_from_models_payload(payload: Any, model_id: str) -> ModelInfo | None:
     if not windows:
         return None
     window = min(windows)
-    top = entry.get("top_provider") if isinstance(entry.get("top_provider"), Mapping) else {}
+    top: Mapping[str, Any] = entry["top_provider"] if isinstance(entry.get("top_provider"), Mapping) else {}
     output = next((v for v in map(_positive_int, [top.get("max_completion_tokens"), entry.get("max_output_tokens"),
                                                   entry.get("max_completion_tokens")]) if v), None)
     if output is None:
         known = lookup_model(model_id)
         output = known.max_output_tokens if known else None
-    return ModelInfo(window, min(output, window) if output else None, _entry_id(entry), str(entry.get("owned_by") or ""),
+    return ModelInfo(window, min(output, window) if output else None, _entry_id(entry),
+                     str(entry.get("owned_by") or ""),
                      "endpoint")
 
 

@@ -6,14 +6,28 @@ results. Sizes of repaired pairs are computed fresh from the repaired messages (
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from .chain_nodes import (
-    COMPLETION, PAIR_KINDS, REQUEST_RESPONSE, SUMMARIZATION, SUMMARIZATION_TOOL, SUMMARY_PREFIX,
-    BodyPair, ChainAST, ChainError, Header, Lineage, Section, is_summarized_content, merge_lineage, pair_kind,
+    COMPLETION,
+    PAIR_KINDS,
+    REQUEST_RESPONSE,
+    SUMMARIZATION,
+    SUMMARIZATION_TOOL,
+    SUMMARY_PREFIX,
+    BodyPair,
+    ChainAST,
+    ChainError,
+    Header,
+    Lineage,
+    Section,
+    is_summarized_content,
+    merge_lineage,
+    pair_kind,
 )
-from .messages import validate_messages, valid_calls
+from .messages import valid_calls, validate_messages
 
 __all__ = [
     "parse_chain", "body_pair_from_messages", "check_invariants", "drop_null_calls", "human_parts",

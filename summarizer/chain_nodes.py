@@ -6,6 +6,7 @@ Each node also carries lineage: per message, the sorted input indices that messa
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,8 @@ class ChainError(ValueError):
         self.index, self.reason = index, reason
 
 
-def merge_lineage(*lineages: Lineage) -> Lineage:
+def merge_lineage(*lineages: Iterable[int]) -> Lineage:
+    """The sorted union of input indices (or raw seqs) several messages stand for: the one lineage merge."""
     return tuple(sorted(set().union(*lineages)))
 
 
@@ -51,7 +53,8 @@ def _first_text(ai: Message) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list) and content and content[0].get("type") == "text":
-        return content[0]["text"]
+        text: str | None = content[0]["text"]
+        return text
     return None
 
 

@@ -5,7 +5,8 @@ new message dicts); message helpers return new lists.
 from __future__ import annotations
 
 import random
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .chain import human_parts, merge_humans
 from .chain_nodes import REQUEST_RESPONSE, SUMMARIZATION, BodyPair, ChainAST, ChainError, Header, Section

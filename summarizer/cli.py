@@ -19,8 +19,9 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, TextIO
 
 __all__ = ["main", "CliError", "BackendError", "load_messages", "config_with_overrides", "openai_summarizer"]
 
@@ -215,7 +216,7 @@ def _cmd_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ast = parse_chain(messages)
     except ChainError as exc:
         raise CliError(f"invalid chain: {exc}") from None
-    sections = []
+    sections: list[dict[str, Any]] = []
     for section in ast.sections:
         header = section.header
         pairs = [{"kind": p.kind, "messages": len(p.messages()), "bytes": p.size,
@@ -231,10 +232,10 @@ def _cmd_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_OK
     out.write(f"chain: {len(messages)} messages, {len(sections)} sections, {ast.size} bytes, "
               f"{report['tokens']} tokens\n")
-    for i, section in enumerate(sections):
-        out.write(f"section {i}: {section['bytes']} bytes, {section['tokens']} tokens "
-                  f"(system {section['system_bytes']} B, human {section['human_bytes']} B)\n")
-        for j, pair in enumerate(section["pairs"]):
+    for i, row in enumerate(sections):
+        out.write(f"section {i}: {row['bytes']} bytes, {row['tokens']} tokens "
+                  f"(system {row['system_bytes']} B, human {row['human_bytes']} B)\n")
+        for j, pair in enumerate(row["pairs"]):
             out.write(f"  pair {j}: {pair['kind']}, {pair['messages']} messages, {pair['bytes']} bytes, "
                       f"{pair['tokens']} tokens\n")
     return EXIT_OK
@@ -257,7 +258,7 @@ def _cmd_tokens(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         json.dump(report, out, indent=2)
         out.write("\n")
         return EXIT_OK
-    for index, (message, tokens) in enumerate(zip(messages, per_message)):
+    for index, (message, tokens) in enumerate(zip(messages, per_message, strict=False)):
         out.write(f"[{index}] {message.get('role')}: {tokens} tokens, {_size(message)} bytes\n")
     label = "estimated " if report["estimate"] else ""
     out.write(f"total: {report['tokens']} {label}tokens ({report['encoding']}, model {args.model or 'unset'})\n")

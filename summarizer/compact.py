@@ -20,15 +20,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from summarizer.chain_nodes import merge_lineage
 from summarizer.compaction_errors import CompactionFailed, ContextTooLarge
 from summarizer.compaction_prompt import resolve_instructions
-from summarizer.fit_plan import (GIVEN_RESERVE_MAX_WINDOW_SHARE, RESERVE_MAX_WINDOW_SHARE, FitPlan, count_functions,
-                                 effective_reserve, plan_fit, should_compact)
+from summarizer.fit_plan import (
+    GIVEN_RESERVE_MAX_WINDOW_SHARE,
+    RESERVE_MAX_WINDOW_SHARE,
+    FitPlan,
+    count_functions,
+    effective_reserve,
+    plan_fit,
+    should_compact,
+)
 from summarizer.providers import get_compaction_provider, with_compaction_provider
 from summarizer.summary_writer import SummaryOptions
 from summarizer.truncate import truncate_tool_results
 from summarizer.validate_view import assert_valid_view
-from summarizer.window_cut import CutResult, merge_lineage, system_head, window_cut
+from summarizer.window_cut import CutResult, system_head, window_cut
 
 __all__ = ["FitResult", "FitPlan", "fit_to_window", "compact_now", "plan_fit", "effective_reserve", "should_compact",
            "overflow_compactor", "ContextTooLarge", "CompactionFailed", "DEFAULT_KEEP_RECENT_TOKENS",
@@ -92,7 +100,8 @@ def _restore(view: list[Message], lineage: list[list[int]], summarize: Callable[
         assert_valid_view(result.messages)
     except ValueError as exc:  # a structurally bad summary never replaces the view
         return view, lineage, result.calls, f"restore profile produced an invalid view: {exc}"
-    return result.messages, [merge_lineage([lineage[i] for i in lin]) for lin in result.lineage], result.calls, None
+    merged = [list(merge_lineage(*(lineage[i] for i in lin))) for lin in result.lineage]
+    return result.messages, merged, result.calls, None
 
 
 class _Fit:
@@ -136,7 +145,7 @@ class _Fit:
         return r
 
 
-def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize: Callable[[str], str],
+def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize: Callable[[str], str] | None,
                   model: str | None = None, reserve_tokens: int | None = None,
                   keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, config: Any = None,
                   instructions: str | None = None, identifier_policy: str = "strict",
@@ -246,7 +255,8 @@ def _raise_too_large(fit: _Fit, messages: Sequence[Message], window_tokens: int,
     raise error
 
 
-def compact_now(messages: Sequence[Message], *, summarize: Callable[[str], str], instructions: str | None = None,
+def compact_now(messages: Sequence[Message], *, summarize: Callable[[str], str] | None,
+                instructions: str | None = None,
                 keep_recent_tokens: int | None = None, model: str | None = None, identifier_policy: str = "strict",
                 identifier_instructions: str = "", previous_summary: str | None = None,
                 default_instructions: str | None = None, window_tokens: int | None = None,

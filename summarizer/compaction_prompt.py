@@ -21,7 +21,7 @@ __all__ = [
     "SUMMARY_INTRO", "SPLIT_TURN_HEADINGS", "SPLIT_TURN_PREFIX_SENTENCE", "IDENTIFIER_POLICIES",
     "identifier_guidance", "summarization_instructions", "resolve_instructions", "split_turn_instructions",
     "render_messages", "build_compaction_prompt", "build_split_turn_prompt", "summary_message",
-    "parse_summary_message", "is_summary_message", "budget_sentence", "missing_identifiers_block",
+    "parse_summary_message", "is_compaction_summary", "budget_sentence", "missing_identifiers_block",
     "latest_ask_block", "CHARS_PER_TOKEN_ESTIMATE", "LATEST_ASK_TAG", "MAX_LATEST_ASK_CHARS",
 ]
 
@@ -121,8 +121,9 @@ def _wrap_operator_text(text: str) -> str:
 
 def _operator_block(instructions: str | None, identifier_policy: str, identifier_instructions: str) -> str:
     parts = []
-    if identifier_policy == "custom" and _nonblank(identifier_instructions):
-        parts.append(_nonblank(identifier_instructions)[:MAX_INSTRUCTION_CHARS])
+    custom = _nonblank(identifier_instructions)
+    if identifier_policy == "custom" and custom:
+        parts.append(custom[:MAX_INSTRUCTION_CHARS])
     focus = resolve_instructions(instructions)
     if focus:
         parts.append(f"Additional focus:\n{focus}")
@@ -244,7 +245,9 @@ def summary_message(summary: str, *, kept_user: dict[str, Any] | None = None) ->
     return {"role": "user", "content": [{"type": "text", "text": text}, *rest]}
 
 
-def is_summary_message(message: dict[str, Any]) -> bool:
+def is_compaction_summary(message: dict[str, Any]) -> bool:
+    """Whether the message is a compaction summary (the `<summary>` user message). The chain page's wider
+    "stands for a summary" test lives in the app, not here."""
     return parse_summary_message(message)[0] is not None
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = [
     "SummarizerConfig", "LAST_SEC_BYTES", "MAX_BP_BYTES", "MAX_QA_SECTIONS", "MAX_QA_BYTES", "KEEP_QA_SECTIONS",
@@ -84,25 +85,25 @@ class SummarizerConfig:
         return out
 
     @classmethod
-    def agent(cls) -> "SummarizerConfig":
+    def agent(cls) -> SummarizerConfig:
         """Every flow agent and the sub-agents an assistant spawns (SUMMARIZER_* defaults)."""
         return cls()
 
     @classmethod
-    def assistant(cls) -> "SummarizerConfig":
+    def assistant(cls) -> SummarizerConfig:
         """The interactive assistant's own chain: more recent history kept (ASSISTANT_SUMMARIZER_* defaults)."""
         return cls(preserve_last=True, use_qa=True, summ_human_in_qa=False, last_sec_bytes=75 * 1024,
                    max_bp_bytes=16 * 1024, max_qa_sections=7, max_qa_bytes=75 * 1024, keep_qa_sections=3)
 
     @classmethod
-    def restore(cls) -> "SummarizerConfig":
+    def restore(cls) -> SummarizerConfig:
         """The fixed aggressive profile PentAGI applies when it restores a chain for a new task."""
         return cls(preserve_last=True, use_qa=True, summ_human_in_qa=True, last_sec_bytes=16 * 1024,
                    max_bp_bytes=8 * 1024, max_qa_sections=3, max_qa_bytes=20 * 1024, keep_qa_sections=1)
 
     @classmethod
     def from_env(cls, prefix: str = AGENT_ENV_PREFIX,
-                 environ: Mapping[str, str] | None = None) -> "SummarizerConfig":
+                 environ: Mapping[str, str] | None = None) -> SummarizerConfig:
         """Read PentAGI's variables; empty means unset. The assistant prefix forces use_qa on and
         summ_human_in_qa off, as PentAGI has no variables for them."""
         env = os.environ if environ is None else environ
@@ -118,7 +119,7 @@ class SummarizerConfig:
             changes.update(_ASSISTANT_FORCED)
         return dataclasses.replace(base, **changes)
 
-    def replace(self, **changes: Any) -> "SummarizerConfig":
+    def replace(self, **changes: Any) -> SummarizerConfig:
         return dataclasses.replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:

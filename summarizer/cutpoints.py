@@ -105,7 +105,7 @@ def split_messages_by_token_share(messages: Sequence[Message], parts: int = 2, *
     current: list[Message] = []
     current_tokens = 0
     pending: set[str] = set()
-    for message, size in zip(messages, sizes):
+    for message, size in zip(messages, sizes, strict=False):
         if current and not pending and len(chunks) < parts - 1 and current_tokens + size > target:
             chunks.append(current)
             current, current_tokens = [], 0

@@ -19,12 +19,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from summarizer.audit import MAX_ENFORCED_IDENTIFIER_CHARS
-from summarizer.extractive_input import (PREVIOUS_SUMMARY, Entry, named_identifiers, outside_text, parse_prompt, requested_budget_chars,
-                                         requested_headings)
+from summarizer.extractive_input import (
+    PREVIOUS_SUMMARY,
+    Entry,
+    named_identifiers,
+    outside_text,
+    parse_prompt,
+    requested_budget_chars,
+    requested_headings,
+)
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 
 __all__ = ["extractive_summarize", "make_extractive", "DEFAULT_BUDGET_BYTES"]
@@ -42,7 +49,8 @@ EMPTY_SECTION = "None."
 _ELLIPSIS = "…"
 
 _STRONG_RE = re.compile(r"\b(?:open|found|success\w*|succeeded|valid|pwn3d|password|credentials?|cracked|flag|"
-                        r"vulnerab\w+|exploit\w*|admin\w*|root|shell|uid=\d+|authenticated|logged in|dumped|hash(?:es)?|"
+                        r"vulnerab\w+|exploit\w*|admin\w*|root|shell|uid=\d+|authenticated|logged in|dumped|"
+                        r"hash(?:es)?|"
                         r"secret|token|granted|discovered|confirmed|result)\b|\[\+\]|CVE-", re.IGNORECASE)
 _ERROR_RE = re.compile(r"\b(?:error|failed|failure|denied|refused|time[d ]?out|not found|invalid|unable|cannot|"
                        r"can't|exception|traceback|forbidden|unauthori[sz]ed|status_[a-z_]+)\b|\[-\]|\[!\]",

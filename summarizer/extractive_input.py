@@ -50,7 +50,8 @@ _BUDGET_RE = re.compile(r"^Keep the checkpoint under about \d+ words \((\d+) cha
 _NAMED_RE = re.compile(r"^(?:Your previous attempt dropped these identifiers; include each of them exactly as "
                        r"written|Include each of these identifiers exactly as written):\n((?:- .*(?:\n|$))+)",
                        re.MULTILINE)
-_ROLE_HEADER_RE = re.compile(r"^\[(system|user|assistant|tool result: [^\]\n]*|assistant calls [^\]\n]*)\]$", re.MULTILINE)
+_ROLE_HEADER_RE = re.compile(r"^\[(system|user|assistant|tool result: [^\]\n]*|assistant calls [^\]\n]*)\]$",
+                             re.MULTILINE)
 _HEADING_LINE_RE = re.compile(r"^(#{2,3} [^\n]+?)\s*$", re.MULTILINE)
 _INLINE_HEADING_RE = re.compile(r"heading (#{2,3} [A-Za-z][\w &/()-]*[\w)])")
 
@@ -107,7 +108,7 @@ def _ai_text_entries(text: str) -> list[Entry]:
 def _pentagi_messages(block: str) -> list[Entry]:
     entries: list[Entry] = []
     pieces = _MESSAGE_SPLIT_RE.split(block)
-    for role, body in zip(pieces[1::2], pieces[2::2]):
+    for role, body in zip(pieces[1::2], pieces[2::2], strict=False):
         for tag, name, text in _PART_RE.findall(body):
             if tag == "tool_call_response":
                 entries += _summary_entries(text) if name == SUMMARY_TOOL else [Entry("result", text, name)]

@@ -19,8 +19,15 @@ import json
 from typing import Any
 
 from .formats_common import (
-    FormatError, _call_names, _call_reasoning, _canonical, _drop_redundant_names, _message_reasoning, _parts_of,
-    _require, _text_or_parts,
+    FormatError,
+    _call_names,
+    _call_reasoning,
+    _canonical,
+    _drop_redundant_names,
+    _message_reasoning,
+    _parts_of,
+    _require,
+    _text_or_parts,
 )
 from .formats_pi import export_openclaw, import_openclaw
 
@@ -123,7 +130,8 @@ def _openai_call(call: Any, index: int) -> dict[str, Any]:
 
 def _import_openai(doc: Any) -> list[dict[str, Any]]:
     items = doc.get("messages") if isinstance(doc, dict) else doc
-    _require(isinstance(items, list), "expected a list of messages or {'messages': [...]}")
+    if not isinstance(items, list):
+        raise FormatError("expected a list of messages or {'messages': [...]}")
     out = []
     for i, msg in enumerate(items):
         _require(isinstance(msg, dict), f"expected an object, got {type(msg).__name__}", index=i)
@@ -158,7 +166,8 @@ def _pentagi_content_part(part: dict[str, Any], i: int) -> dict[str, Any]:
     if kind == "binary":
         # Our format (like OpenAI's) has no binary part: the bytes travel as a data URL image part.
         binary = part.get("binary")
-        _require(isinstance(binary, dict), "binary part without 'binary'", index=i)
+        if not isinstance(binary, dict):
+            raise FormatError("binary part without 'binary'", index=i)
         return {"type": "image_url", "image_url": {
             "url": f"data:{binary.get('mime_type', 'application/octet-stream')};base64,{binary.get('data', '')}"}}
     raise FormatError(f"unknown part type {kind!r}", index=i)
@@ -166,7 +175,8 @@ def _pentagi_content_part(part: dict[str, Any], i: int) -> dict[str, Any]:
 
 def _pentagi_call(part: dict[str, Any], i: int) -> dict[str, Any]:
     call = part.get("tool_call")
-    _require(isinstance(call, dict), "tool_call part without 'tool_call'", index=i)
+    if not isinstance(call, dict):
+        raise FormatError("tool_call part without 'tool_call'", index=i)
     fn = call.get("function") or {}
     out = {"id": str(call.get("id", "")), "type": call.get("type") or "function",
            "function": {"name": str(fn.get("name", "")), "arguments": str(fn.get("arguments", ""))}}
@@ -179,7 +189,8 @@ def _pentagi_call(part: dict[str, Any], i: int) -> dict[str, Any]:
 def _pentagi_message(item: Any, i: int) -> list[dict[str, Any]]:
     _require(isinstance(item, dict), f"expected an object, got {type(item).__name__}", index=i)
     role = PENTAGI_ROLES.get(item.get("role"))
-    _require(role is not None, f"unknown role {item.get('role')!r} (human, ai, system, tool)", index=i)
+    if role is None:
+        raise FormatError(f"unknown role {item.get('role')!r} (human, ai, system, tool)", index=i)
     if "parts" not in item:
         _require(isinstance(item.get("text"), str), "message needs 'text' or 'parts'", index=i)
         return [_canonical(role, item["text"])]

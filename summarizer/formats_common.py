@@ -1,7 +1,8 @@
 """Shared pieces of the transcript importers/exporters (see summarizer.formats): errors and canonical shapes."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "FormatError", "_require", "_call_names", "_drop_redundant_names", "_canonical", "_message_reasoning",
@@ -44,7 +45,8 @@ def _drop_redundant_names(messages: list[dict[str, Any]]) -> list[dict[str, Any]
     return messages
 
 
-def _canonical(role: str, content: Any, *, tool_calls: list | None = None, tool_call_id: str | None = None,
+def _canonical(role: str, content: Any, *, tool_calls: list[dict[str, Any]] | None = None,
+               tool_call_id: str | None = None,
                name: str = "", reasoning: Any = None) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": role, "content": content}
     if tool_calls:

@@ -10,7 +10,15 @@ import hashlib
 import json
 from typing import Any
 
-from .formats_common import _call_names, _canonical, _drop_redundant_names, _parts_of, _require, _text_or_parts
+from .formats_common import (
+    FormatError,
+    _call_names,
+    _canonical,
+    _drop_redundant_names,
+    _parts_of,
+    _require,
+    _text_or_parts,
+)
 
 __all__ = ["PI_SYSTEM_CUSTOM_TYPE", "import_openclaw", "export_openclaw"]
 
@@ -24,7 +32,8 @@ def _pi_blocks(content: Any, i: int) -> list[dict[str, Any]]:
         return []
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    _require(isinstance(content, list), "message content must be a string or a list of blocks", line=i)
+    if not isinstance(content, list):
+        raise FormatError("message content must be a string or a list of blocks", line=i)
     return content
 
 
@@ -85,7 +94,8 @@ def _pi_active_path(entries: list[tuple[int, dict[str, Any]]]) -> list[tuple[int
     by_id = {e.get("id"): (n, e) for n, e in entries if e.get("id")}
     if not entries or not by_id or "parentId" not in entries[-1][1]:
         return entries
-    path, node, seen = [], entries[-1], set()
+    path, seen = [], set()
+    node: tuple[int, dict[str, Any]] | None = entries[-1]
     while node is not None and id(node[1]) not in seen:
         seen.add(id(node[1]))
         path.append(node)

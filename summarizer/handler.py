@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 __all__ = [
     "INPUT_CAP_BYTES", "INPUT_HALF_BYTES", "TRUNCATION_MARKER", "CACHE_MAX_ENTRIES", "cap_input", "capped_input",

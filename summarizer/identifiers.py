@@ -127,10 +127,12 @@ _FINDING_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("credential", re.compile(r"\blogin:\s*(?P<user>\S+)\s+password:\s*(?P<secret>\S+)", re.IGNORECASE)),
     # command lines: "-u 'missandei' -p 'fr3edom'", "--username x --password y"
     ("credential", re.compile(
-        rf"(?:\s-u|--user(?:name)?)[ =]{_Q}(?P<user>[^\s'\"`]+){_Q}\s+(?:-p|--pass(?:word)?)[ =]{_Q}(?P<secret>[^\s'\"`]+){_Q}")),
+        rf"(?:\s-u|--user(?:name)?)[ =]{_Q}(?P<user>[^\s'\"`]+){_Q}"
+        rf"\s+(?:-p|--pass(?:word)?)[ =]{_Q}(?P<secret>[^\s'\"`]+){_Q}")),
     # prose: "Password for `missandei` is `fr3edom`"
     ("credential", re.compile(
-        rf"password (?:for|of) (?:user |account )?{_Q}(?P<user>[\w.@\\$-]+){_Q} (?:is|=|:) {_Q}(?P<secret>[^\s'\"`]+){_Q}",
+        rf"password (?:for|of) (?:user |account )?{_Q}(?P<user>[\w.@\\$-]+){_Q}"
+        rf" (?:is|=|:) {_Q}(?P<secret>[^\s'\"`]+){_Q}",
         re.IGNORECASE)),
     # secretsdump / pwdump: "Administrator:500:aad3b435...:31d6cfe0...:::"
     ("hash", re.compile(r"(?<![\w.\\$-])(?P<value>[\w.\\$-]+:\d+:[0-9a-fA-F]{32}:[0-9a-fA-F]{32}):::")),

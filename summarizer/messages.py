@@ -6,7 +6,8 @@ Validation is strict about the shape the summarizer relies on and precise about 
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "ROLES", "MessageError", "validate_messages", "validate_message", "text_parts", "content_text",

@@ -15,8 +15,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from summarizer.compaction_errors import (CompactionFailed, OverflowRecoveryFailed, RetryableProviderError,
-                                          SummarizeAborted)
+from summarizer.compaction_errors import (
+    CompactionFailed,
+    OverflowRecoveryFailed,
+    RetryableProviderError,
+    SummarizeAborted,
+)
 
 __all__ = ["is_context_overflow_error", "observed_token_count", "is_compaction_failure", "is_timeout_error",
            "is_retryable_provider_error", "call_with_overflow_recovery", "RetryableProviderError",
@@ -134,13 +138,16 @@ def call_with_overflow_recovery(call: Callable[[list[dict[str, Any]]], Any], mes
 
     `compact(view, attempt=n, observed_tokens=N|None)` returns a smaller view (a list, or a FitResult whose
     `.error` means failure); `measure(view)` is our token count, used to refuse a compaction that did not
-    shrink the view (default: summarizer.tokens.count_tokens). `truncate(view)` (optional) is the cheaper tool-result truncation tried once when the
+    shrink the view (default: summarizer.tokens.count_tokens). `truncate(view)` (optional) is the cheaper
+    tool-result truncation tried once when the
     compaction itself fails (fact 12); it does not reset the compaction budget (fact 16). `usage_ratio(view)`
     (optional) enables compaction on timeouts when the prompt fills more than 65% of the window (fact 17).
     Returns the call's result; raises OverflowRecoveryFailed, or the call's own error when it is not an overflow.
     """
     if measure is None:
-        from summarizer.tokens import count_tokens as measure  # lazy: keeps this module importable alone
+        from summarizer.tokens import count_tokens  # lazy: keeps this module importable alone
+
+        measure = count_tokens
     view = list(messages)
     compactions = timeout_compactions = 0
     truncated = False

@@ -29,8 +29,9 @@ The split/keep arithmetic is in pure functions (`last_section_split`, `recent_se
 from __future__ import annotations
 
 import random
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generator, Sequence
+from typing import Any
 
 from .chain import human_parts
 from .chain_nodes import REQUEST_RESPONSE, SUMMARIZATION, BodyPair, ChainAST, Header, Section, merge_lineage
@@ -113,7 +114,7 @@ def stage_a(ast: ChainAST, keep: int, ctx: PassContext) -> PassGen:
     failures = [_reason(o) for o in outcomes if _failed(o)]
     if failures:
         raise StageError(f"summary generation failed: {'; '.join(failures)}")
-    for i, text in zip(jobs, outcomes):
+    for i, text in zip(jobs, outcomes, strict=False):
         sec = ast.sections[i]
         sec.body = [_summary_pair(sec.body, text, ctx, keep_reasoning=False)]
 
@@ -146,7 +147,7 @@ def _oversized_pairs(section: Section, max_bp_bytes: int, ctx: PassContext) -> P
     if not jobs:
         return
     outcomes = yield Batch("b", tuple(_prompt(section, body[j].messages()) for j in jobs))
-    for j, outcome in zip(jobs, outcomes):
+    for j, outcome in zip(jobs, outcomes, strict=False):
         if _failed(outcome):  # PentAGI ignores these: the pair simply stays as it was
             ctx.ignored_failures.append(_reason(outcome))
             continue
@@ -220,7 +221,8 @@ def _qa_ai_text(humans: list[Message], ais: list[Message]) -> Generator[Batch, l
     (outcome,) = yield Batch("c", (build_summary_prompt(humans, ais),))
     if _failed(outcome):
         raise StageError(f"QA (ai) summary generation failed: {_reason(outcome)}")
-    return outcome
+    summary: str = outcome
+    return summary
 
 
 def _is_lone_summary(sections: Sequence[Section]) -> bool:

@@ -9,7 +9,8 @@ messages only. Reasoning is never included and content is not escaped (the tags 
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .messages import content_text, valid_calls
 

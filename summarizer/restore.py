@@ -6,7 +6,8 @@ form, arguments that are valid JSON, and no reasoning signatures (they only vali
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .chain import parse_chain
 from .chain_nodes import ChainAST, Header

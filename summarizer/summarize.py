@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 from .chain import parse_chain
 from .chain_nodes import ChainAST

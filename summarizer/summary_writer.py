@@ -19,15 +19,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from summarizer.audit import audit_summary, enforced_identifiers, structure_fallback
-from summarizer.compaction_prompt import (CHARS_PER_TOKEN_ESTIMATE, MAX_LATEST_ASK_CHARS, build_compaction_prompt,
-                                          build_split_turn_prompt, render_messages)
+from summarizer.compaction_prompt import (
+    CHARS_PER_TOKEN_ESTIMATE,
+    MAX_LATEST_ASK_CHARS,
+    build_compaction_prompt,
+    build_split_turn_prompt,
+    render_messages,
+)
 from summarizer.cutpoints import prune_history_for_context_share, split_messages_by_token_share
 from summarizer.identifiers import extract_identifiers
-from summarizer.summary_suffix import (MAX_COMPACTION_SUMMARY_CHARS, assemble_suffix, cap_preserving_suffix,
-                                       collect_tool_failures, compute_file_lists, compute_file_operations,
-                                       format_file_operations, format_preserved_turns_section,
-                                       format_tool_failures_section, resolve_quality_guard_max_retries,
-                                       split_preserved_recent_turns)
+from summarizer.summary_suffix import (
+    MAX_COMPACTION_SUMMARY_CHARS,
+    assemble_suffix,
+    cap_preserving_suffix,
+    collect_tool_failures,
+    compute_file_lists,
+    compute_file_operations,
+    format_file_operations,
+    format_preserved_turns_section,
+    format_tool_failures_section,
+    resolve_quality_guard_max_retries,
+    split_preserved_recent_turns,
+)
 from summarizer.truncate import tool_result_text
 
 __all__ = ["SummaryOptions", "SummaryOutcome", "write_summary", "has_real_content", "identifier_budget_tokens",
@@ -187,7 +200,10 @@ def _budgets(span: Sequence[Message], prefix: Sequence[Message], previous: str |
     if base is None:
         return None, None
     cap = max(int((MAX_COMPACTION_SUMMARY_CHARS - suffix_chars) / CHARS_PER_TOKEN_ESTIMATE), 1)
-    render = lambda ms: render_messages(ms, max_message_chars=opts.max_message_chars)  # noqa: E731
+
+    def render(ms: Sequence[Message]) -> str:
+        return render_messages(ms, max_message_chars=opts.max_message_chars)
+
     main_ids = _required(render(span), opts)  # the previous summary's own identifiers are not audited
     if not prefix:
         return _budget(base, main_ids, _latest_ask(span), cap), None

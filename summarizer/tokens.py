@@ -15,7 +15,8 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from summarizer.encodings import MissingEncoding, ensure_offline_encodings
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import random
 import re
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = [
     "DEFAULT_ID_TEMPLATE", "ANTHROPIC_ID_TEMPLATE", "CHARSETS", "IdTemplate", "parse_id_template",

@@ -6,7 +6,8 @@ transcripts at exactly these points.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["split_turns"]
 

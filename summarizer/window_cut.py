@@ -14,11 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from summarizer.chain_nodes import merge_lineage
 from summarizer.compaction_prompt import parse_summary_message, summary_message
 from summarizer.cutpoints import CutPoint, find_cut_point, is_valid_cut_point, turn_start_index
 from summarizer.summary_writer import SummaryOptions, write_summary
 
-__all__ = ["CutResult", "window_cut", "merge_lineage", "fitted_options", "system_head", "MIN_SUMMARY_BUDGET_TOKENS",
+__all__ = ["CutResult", "window_cut", "fitted_options", "system_head", "MIN_SUMMARY_BUDGET_TOKENS",
            "MAX_SUMMARY_SHARE_OF_REPLACED", "SUMMARY_MESSAGE_OVERHEAD_TOKENS"]
 
 Message = dict[str, Any]
@@ -44,10 +45,6 @@ class CutResult:
 def system_head(view: Sequence[Message]) -> int:
     """How many leading messages are the system prompt (0 or 1): they are never compacted."""
     return 1 if view and view[0].get("role") == "system" else 0
-
-
-def merge_lineage(parts: Sequence[Sequence[int]]) -> list[int]:
-    return sorted({i for part in parts for i in part})
 
 
 def _unwrap_previous(view: list[Message], lineage: list[list[int]], head: int
@@ -140,11 +137,11 @@ def window_cut(view: Sequence[Message], lineage: Sequence[Sequence[int]], *, kee
     if outcome.error or outcome.text is None:
         unchanged.calls, unchanged.error, unchanged.audit = outcome.calls, outcome.error, outcome.audit
         return unchanged
-    covered = merge_lineage([prior, *(lin[i] for i in span_ix), *(lin[i] for i in prefix_ix)])
+    covered = list(merge_lineage(prior, *(lin[i] for i in span_ix), *(lin[i] for i in prefix_ix)))
     kept, kept_lin = [work[i] for i in kept_ix], [lin[i] for i in kept_ix]
     if kept and kept[0].get("role") == "user":
         message = summary_message(outcome.text, kept_user=kept[0])
-        message_lin = merge_lineage([covered, kept_lin[0]])
+        message_lin = list(merge_lineage(covered, kept_lin[0]))
         kept, kept_lin = kept[1:], kept_lin[1:]
     else:
         message, message_lin = summary_message(outcome.text), covered

@@ -17,6 +17,9 @@ settings.register_profile("ci", max_examples=120, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+# The Django app's fixtures, for every test package that needs them (one copy, no per-package conftest).
+pytest_plugins = ["tests.app_fixtures"]
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_DIR = Path(os.environ.get("PENTAGI_CORPUS_DIR", ROOT.parent / "shared" / "corpus"))
 

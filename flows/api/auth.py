@@ -38,7 +38,7 @@ def authenticate(request: HttpRequest):
 
 
 class _CsrfCheck(CsrfViewMiddleware):
-    def _reject(self, request, reason):  # type: ignore[override]
+    def _reject(self, request, reason):
         return reason
 
 

@@ -6,10 +6,10 @@ JSON 500 rather than Django's HTML page.
 """
 from __future__ import annotations
 
-import functools
 import json
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent
 from django.db import DataError
@@ -17,9 +17,9 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
 
+from flows.engine import FormatError
 from flows.services import AppendError
 from flows.settings_registry import SettingsError
-from summarizer.formats import FormatError
 
 from .auth import authenticate, csrf_failure
 

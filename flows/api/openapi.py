@@ -5,8 +5,10 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
+from flows.engine import FORMATS
 from flows.models import AGENT_TYPES
-from summarizer.formats import FORMATS
+
+from .errors import error_response
 
 __all__ = ["SCHEMA", "schema_view"]
 
@@ -98,6 +100,9 @@ SCHEMAS: dict[str, Any] = {
 FLOW, CHAIN = [_path_id("flow_id")], [_path_id("chain_id")]
 PROFILE = [{"name": "profile", "in": "path", "required": True, "schema": {"enum": ["agent", "assistant"]}},
            _query("flow", {"type": "integer"}, "a flow's own settings instead of the defaults")]
+UPLOAD_SCHEMA: dict[str, Any] = {"type": "object", "required": ["file"], "properties": {
+    "file": {"type": "string", "contentMediaType": "application/octet-stream"}, "format": {"enum": list(FORMATS)}}}
+
 PATHS: dict[str, Any] = {
     "/api/flows": {
         "get": _op("Flows you can see", _json({"type": "object", "properties": {
@@ -141,10 +146,7 @@ PATHS: dict[str, Any] = {
                                    status=201, errors=(400, 401, 413, 415)),
                              "requestBody": {"required": True, "content": {
                                  "application/json": {"schema": _ref("ImportRequest")},
-                                 "multipart/form-data": {"schema": {"type": "object", "required": ["file"],
-                                                                    "properties": {"file": {"type": "string",
-                                                                                            "contentMediaType": "application/octet-stream"},
-                                                                                   "format": {"enum": list(FORMATS)}}}}}}}},
+                                 "multipart/form-data": {"schema": UPLOAD_SCHEMA}}}}},
     "/api/settings/{profile}": {
         "get": _op("Summarizer settings (defaults, or a flow's own)", _json(_ref("Settings")), params=PROFILE,
                    errors=(400, 401, 404)),  # 400: a ?flow= that is not an id
@@ -167,7 +169,5 @@ SCHEMA: dict[str, Any] = {
 
 def schema_view(request: HttpRequest) -> JsonResponse:
     if request.method not in ("GET", "HEAD"):
-        from .errors import error_response
-
         return error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
     return JsonResponse(SCHEMA)

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from flows.engine import content_text, message_size, parse_chain
 from flows.models import Agent, Chain, Flow, Message, SummarizerSettings, SummaryEvent
 from flows.selectors import chain_raw_messages, chain_view_latest
 from flows.settings_registry import SETTINGS_FIELDS, settings_values, settings_warnings
-from summarizer.chain import parse_chain
-from summarizer.messages import content_text, message_size
 
 __all__ = ["flow_json", "agent_json", "message_json", "chain_json", "event_json", "settings_json", "sections_json"]
 

@@ -5,7 +5,7 @@ from django.http import HttpRequest, JsonResponse
 
 from flows.models import Chain
 from flows.selectors import chain_events, chain_get_visible, chain_messages
-from flows.services import chain_append
+from flows.services import chain_append, chain_preview, chain_request_compaction
 from flows.settings_registry import settings_for, settings_validate, settings_values
 
 from .errors import ApiError, not_found
@@ -77,10 +77,8 @@ def _compact(request: HttpRequest, chain_id: str) -> JsonResponse:
     if len(instructions) > MAX_INSTRUCTIONS_CHARS:
         raise ApiError(400, "invalid_field", f"'instructions' is longer than {MAX_INSTRUCTIONS_CHARS} characters",
                        field="instructions")
-    from flows.services import views as view_services
-
     # The request only records the RUNNING event and queues the work: summarization never runs on the request.
-    event = view_services.chain_request_compaction(chain=chain, instructions=instructions.strip(), user=request.user)
+    event = chain_request_compaction(chain=chain, instructions=instructions.strip(), user=request.user)
     return JsonResponse(event_json(event), status=201)
 
 
@@ -90,9 +88,7 @@ def _preview(request: HttpRequest, chain_id: str) -> JsonResponse:
     overrides = body.get("settings", {})
     base = settings_for(profile=chain.agent.profile, flow=chain.agent.flow_id)
     cleaned = settings_validate(overrides, base=base)
-    from flows.services import views as view_services
-
-    result = view_services.chain_preview(chain=chain, settings={**settings_values(base), **cleaned})
+    result = chain_preview(chain=chain, settings={**settings_values(base), **cleaned})
     return JsonResponse(result)
 
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from flows.engine import FORMATS, export_chain
 from flows.models import AGENT_TYPES, Chain, Flow, Profile
 from flows.params import parse_id
 from flows.selectors import chain_raw_messages, flow_chain_for_export, flow_get_visible, flows_visible_to
 from flows.services import agent_create, flow_create
-from summarizer.formats import FORMATS, export_chain
 
 from .errors import ApiError, not_found, read_json
 from .serializers import agent_json, flow_json

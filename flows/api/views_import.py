@@ -4,9 +4,9 @@ from __future__ import annotations
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 
+from flows.engine import FORMATS
 from flows.models import AGENT_TYPES, Profile
 from flows.services import chain_import
-from summarizer.formats import FORMATS
 
 from .errors import ApiError, read_json
 

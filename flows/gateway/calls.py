@@ -17,8 +17,9 @@ from typing import Any
 import httpx2
 from asgiref.sync import sync_to_async
 
+from flows.engine import is_context_overflow_error, observed_token_count, validate_messages
 from flows.events import abroadcast
-from flows.gateway import engine, upstream
+from flows.gateway import upstream
 from flows.gateway.routing import PreparedCall
 from flows.gateway.sse import Assembler, EventSplitter, event_data
 from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable
@@ -86,10 +87,10 @@ async def open_upstream(request: ChatRequest, prepared: PreparedCall, deadline: 
             finally:
                 await response.aclose()
         text = raw.decode("utf-8", "replace")
-        if attempt == MAX_OVERFLOW_RETRIES or not engine.is_overflow(text):
+        if attempt == MAX_OVERFLOW_RETRIES or not is_context_overflow_error(text):
             raise _passthrough(response.status_code, raw)
         sent = await sync_to_async(gateway_overflow_compact)(chain_id=prepared.chain.pk,
-                                                              observed_tokens=engine.overflow_tokens(text))
+                                                              observed_tokens=observed_token_count(text))
         retry = upstream_body(request, prepared, sent.messages)
         if retry == body:  # the compaction could not shrink it: the same request would fail the same way
             raise _passthrough(response.status_code, raw)
@@ -133,7 +134,7 @@ def _parse_completion(raw: bytes) -> tuple[dict[str, Any], dict[str, Any] | None
         parsed = json.loads(raw)
         message = parsed["choices"][0]["message"]
         answer = storable({**message, "role": "assistant"}, 0)
-        engine.check_message(answer)
+        validate_messages([answer])
     except Exception:
         raise GatewayError(502, "the upstream answered something that is not a chat completion",
                            type_="server_error", code="upstream_garbage") from None

@@ -18,7 +18,7 @@ class EventSplitter:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         self._buffer += chunk.replace(b"\r\n", b"\n")
-        events = []
+        events: list[bytes] = []
         while True:
             end = self._buffer.find(b"\n\n")
             if end < 0:

@@ -14,12 +14,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
+from flows.engine import SummaryCache, cap_input, make_extractive
 from flows.models import Flow, ProviderConfig, ProviderKind, SummaryEvent
 from flows.providers import provider_for, split_model_ref
-from summarizer.extractive import make_extractive
-from summarizer.handler import SummaryCache, cap_input
+from flows.settings_registry import settings_for
 
 from .client import Completion, complete
 from .errors import LLMError, SummaryFailed
@@ -52,7 +52,7 @@ class Plan:
     problem: str = ""  # a configuration that cannot work: every call fails with this reason
 
 
-def _is_endpoint(provider: ProviderConfig | None) -> bool:
+def _is_endpoint(provider: ProviderConfig | None) -> TypeGuard[ProviderConfig]:
     return provider is not None and provider.kind == ProviderKind.OPENAI
 
 
@@ -67,8 +67,6 @@ def _profile_of(event: SummaryEvent | None) -> str:
 
 
 def _compaction_plan(flow: Flow | None, profile: str) -> Plan | None:
-    from flows.settings_registry import settings_for  # the registry imports models only; lazy keeps startup light
-
     settings = settings_for(profile=profile, flow=flow)
     default = provider_for(flow=flow)
     if settings.compaction_model.strip():
@@ -85,8 +83,9 @@ def _compaction_plan(flow: Flow | None, profile: str) -> Plan | None:
     targets = [Target(default, (flow.model_name if flow is not None else "") or default.model)]
     for ref in filter(None, (part.strip() for part in settings.fallback_models.split(","))):
         provider, model = split_model_ref(ref)
-        if _is_endpoint(provider or default):
-            targets.append(Target(provider or default, model))
+        candidate = provider or default
+        if _is_endpoint(candidate):
+            targets.append(Target(candidate, model))
     unique = tuple(dict((target.key, target) for target in targets).values())
     return Plan(unique, fallback=True)
 
@@ -165,6 +164,8 @@ class _EndpointSummarizer:
             record_call(provider=target.provider, model=target.model, messages=messages, event=self.event,
                         duration_ms=_elapsed_ms(started), completion=completion)
             return completion.text
+        if last is None:  # a plan without a problem always has a target; this is the empty plan's answer
+            raise SummaryFailed("summarization failed: no model to ask")
         failure = SummaryFailed(f"summarization failed ({target.model}): {last}", attempts=last.attempts,
                                 status=last.status)
         failure.retryable = last.retryable

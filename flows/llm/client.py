@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import openai
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from flows.models import ProviderConfig
 from flows.providers import openai_client_for
@@ -107,8 +107,9 @@ def complete(provider: ProviderConfig, model: str, messages: Sequence[dict[str, 
         while True:
             attempt += 1
             try:
-                response = client.chat.completions.create(model=model, messages=wire_messages(messages),
-                                                          max_tokens=limit)
+                # our canonical messages are the OpenAI wire shape; the SDK's TypedDicts cannot see that
+                wire = cast(list[ChatCompletionMessageParam], wire_messages(messages))
+                response = client.chat.completions.create(model=model, messages=wire, max_tokens=limit)
             except (openai.OpenAIError, ValueError) as exc:
                 error = classify_openai_error(exc, attempts=attempt, secret=provider.api_key)
                 if not error.retryable or attempt >= attempts:

@@ -13,8 +13,8 @@ import json
 
 import openai
 
-from summarizer.overflow import RetryableProviderError as _CoreRetryableError
-from summarizer.overflow import is_context_overflow_error
+from flows.engine import RetryableProviderError as _CoreRetryableError
+from flows.engine import is_context_overflow_error
 
 __all__ = [
     "LLMError", "ProviderError", "RetryableProviderError", "ContextOverflowError", "SummaryFailed",

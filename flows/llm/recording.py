@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from flows.engine import count_tokens
 from flows.models import LLMCall, ProviderConfig, SummaryEvent
-from summarizer.tokens import count_tokens
 
 from .client import Completion
 from .errors import LLMError, mask_secret

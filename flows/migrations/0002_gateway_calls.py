@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('flows', '0003_nul_safe_json'),
+        ('flows', '0002_arch_services_view_section'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

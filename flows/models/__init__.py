@@ -1,7 +1,20 @@
 """The flows app's models, split by concern (history, settings, providers)."""
 from .chains import (
-    AGENT_TYPES, ROLES, Agent, AppendOnlyError, Chain, ChainView, Flow, FlowStatus, MemoryNote, Message,
-    Outcome, Profile, Section, SummaryEvent, Trigger,
+    AGENT_TYPES,
+    ROLES,
+    Agent,
+    AppendOnlyError,
+    Chain,
+    ChainView,
+    Flow,
+    FlowStatus,
+    MemoryNote,
+    Message,
+    Outcome,
+    Profile,
+    SummaryEvent,
+    Trigger,
+    ViewSection,
 )
 from .gateway import CallStatus, GatewayCall, GatewayMode
 from .providers import ApiToken, LLMCall, ModelWindow, ProviderConfig, ProviderKind, hash_token
@@ -9,7 +22,7 @@ from .settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerS
 
 __all__ = [
     "AGENT_TYPES", "ROLES", "Agent", "AppendOnlyError", "Chain", "ChainView", "Flow", "FlowStatus", "MemoryNote",
-    "Message", "Outcome", "Profile", "Section", "SummaryEvent", "Trigger", "ApiToken", "LLMCall", "ModelWindow",
+    "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall", "ModelWindow",
     "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode", "SettingsChange",
     "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode",
 ]

@@ -156,8 +156,11 @@ class ChainView(models.Model):
         constraints = [models.UniqueConstraint(fields=["chain", "version"], name="view_version_unique")]
 
 
-class Section(models.Model):
-    """Structure of one section of a view: header and body pairs (kind, size, summary flag, raw seqs)."""
+class ViewSection(models.Model):
+    """Structure of one section of a stored view: header and body pairs (kind, size, summary flag, raw seqs).
+
+    Named apart from the engine's AST node `summarizer.Section`, which this row describes once stored.
+    """
 
     view = models.ForeignKey(ChainView, on_delete=models.CASCADE, related_name="sections")
     index = models.IntegerField()
@@ -168,6 +171,7 @@ class Section(models.Model):
 
     class Meta:
         ordering = ["view_id", "index"]
+        db_table = "flows_section"  # the table kept its name when the model was renamed from Section
 
 
 class Trigger(models.TextChoices):

@@ -102,7 +102,7 @@ class ApiToken(models.Model):
         ordering = ["-created_at"]
 
     @classmethod
-    def issue(cls, *, user, name: str = "agent") -> tuple["ApiToken", str]:
+    def issue(cls, *, user, name: str = "agent") -> tuple[ApiToken, str]:
         raw = "pgw_" + secrets.token_urlsafe(32)
         token = cls.objects.create(user=user, name=name, prefix=raw[:10], key_hash=hash_token(raw))
         return token, raw

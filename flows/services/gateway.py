@@ -12,10 +12,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from flows.events import broadcast
-from flows.gateway.threads import Match, best_match, extend_hash, prefix_hashes, root_index
+from flows.events import ChainRewrittenEvent, broadcast
 from flows.models import Agent, Chain, Flow, Outcome, SummaryEvent, Trigger
 from flows.models.chains import AGENT_TYPES
+from flows.services.compaction import active_bytes
+from flows.services.gateway_threads import Match, best_match, extend_hash, prefix_hashes, root_index
 from flows.services.history import MAX_BATCH_MESSAGES, AppendError, agent_create, chain_append, flow_create
 
 __all__ = ["MAX_THREAD_ATTEMPTS", "ChainNotFound", "ThreadResult", "gateway_thread", "gateway_answer_append"]
@@ -137,16 +138,19 @@ def _rewrite(previous: Chain, messages: list[Msg], hashes: list[str], root: str)
         _append_all(chain, messages)
         _set_head(chain, hashes, root)
         event = _rewrite_event(old, chain, len(messages))
-        payload = {"type": "chain.rewritten", "chain_id": old.pk, "successor_id": chain.pk, "event_id": event.pk,
-                   "messages_before": old.last_seq, "messages_after": len(messages)}
-        transaction.on_commit(lambda: [broadcast(cid, {**payload, "chain_id": cid})  # type: ignore[misc]
-                                       for cid in (old.pk, chain.pk)], robust=True)
+        transaction.on_commit(lambda: _announce_rewrite(old, chain, event.pk, len(messages)), robust=True)
     return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1], rewritten_from=old.pk)
 
 
-def _rewrite_event(old: Chain, chain: Chain, kept: int) -> SummaryEvent:
-    from flows.services.compaction import active_bytes
+def _announce_rewrite(old: Chain, chain: Chain, event_id: int, kept: int) -> None:
+    """Both chains' pages learn where the history went on."""
+    for chain_id in (old.pk, chain.pk):
+        event: ChainRewrittenEvent = {"type": "chain.rewritten", "chain_id": chain_id, "successor_id": chain.pk,
+                                      "event_id": event_id, "messages_before": old.last_seq, "messages_after": kept}
+        broadcast(chain_id, event)
 
+
+def _rewrite_event(old: Chain, chain: Chain, kept: int) -> SummaryEvent:
     now = timezone.now()
     return SummaryEvent.objects.create(
         chain=chain, trigger=Trigger.CLIENT_REWRITE, outcome=Outcome.OK, raw_seq_to=chain.last_seq,

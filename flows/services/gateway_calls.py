@@ -8,9 +8,12 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from flows.engine import count_tokens, prune_view
 from flows.events import broadcast
-from flows.gateway.engine import estimate_tokens, pruned
 from flows.models import Chain, ChainView, GatewayCall, Message, ProviderConfig, PruningMode, Trigger
+from flows.services.fitting import chain_fit
+from flows.services.runs import load_state, window_for
+from flows.services.summarization import chain_summarize
 
 __all__ = ["SentMessages", "gateway_view_prepare", "gateway_overflow_compact", "gateway_call_start",
            "gateway_call_retried", "gateway_call_finish", "call_cost"]
@@ -29,13 +32,12 @@ class SentMessages:
 
 
 def _state_messages(chain_id: int, *, prune: bool) -> SentMessages:
-    from flows.services.views import load_state, window_for
 
     state = load_state(chain_id)
     messages = state.messages
     window = window_for(flow=state.chain.agent.flow, row=state.row) if prune else None
     if window is not None and state.row.pruning_mode == PruningMode.ON:
-        trimmed = pruned(messages, window_tokens=window[0], settings=state.row)
+        trimmed = list(prune_view(messages, window_tokens=window[0], settings=state.row))
         if trimmed != messages:
             return SentMessages(trimmed, state.base_version, state.raw_seq_to, exact=False)
     return SentMessages(messages, state.base_version, state.raw_seq_to, exact=True)
@@ -47,16 +49,12 @@ def gateway_view_prepare(*, chain_id: int) -> SentMessages:
     The same engine runs as after a turn (`chain_summarize`: summarize, then fit); the saved view plus the raw
     messages newer than it is what goes upstream, pruned per request when pruning is on.
     """
-    from flows.services.views import chain_summarize
-
     chain_summarize(chain_id=chain_id, trigger=Trigger.TURN)
     return _state_messages(chain_id, prune=True)
 
 
 def gateway_overflow_compact(*, chain_id: int, observed_tokens: int | None) -> SentMessages:
     """After the upstream reported a context overflow: force a compaction and return the smaller view."""
-    from flows.services.views import chain_fit
-
     chain_fit(chain_id=chain_id, trigger=Trigger.OVERFLOW, observed_tokens=observed_tokens)
     sent = _state_messages(chain_id, prune=True)
     sent.exact = False  # a retry stores what it sent: the call row must show each attempt's input
@@ -100,7 +98,7 @@ def _sent_fields(sent: SentMessages, model: str, chain_id: int) -> dict[str, Any
     tokens = _stored_tokens(chain_id, sent) if sent.exact else None
     return {"sent_view_version": sent.view_version, "sent_raw_seq_to": sent.raw_seq_to,
             "sent_messages": None if sent.exact else sent.messages, "sent_message_count": len(sent.messages),
-            "sent_tokens": tokens if tokens is not None else estimate_tokens(sent.messages, model)}
+            "sent_tokens": tokens if tokens is not None else count_tokens(sent.messages, model=model or None)}
 
 
 def call_cost(provider: ProviderConfig | None, usage: dict[str, Any] | None) -> float:

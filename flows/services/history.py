@@ -1,7 +1,7 @@
 """Writes to the raw history: flows, agents, chains and the append-only messages.
 
 `chain_append` is the one way messages enter the database. It validates the whole batch first (shape via
-`summarizer.messages.validate_messages`, then tool-call pairing in the context of the chain's tail), writes it
+`flows.engine.validate_messages`, then tool-call pairing in the context of the chain's tail), writes it
 in one transaction under a row lock on the chain, and only after commit tells the world: a `message.appended`
 event for live pages and, when the batch completes an agent turn, a summarization task.
 """
@@ -15,12 +15,19 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from flows.engine import (
+    FormatError,
+    MessageError,
+    detect_id_template,
+    import_chain,
+    message_size,
+    message_tokens,
+    validate_messages,
+)
 from flows.events import broadcast
 from flows.models import Agent, ApiToken, Chain, Flow, FlowStatus, Message, Profile
 from flows.models.chains import AGENT_TYPES
-from summarizer.formats import FormatError, import_chain
-from summarizer.messages import MessageError, message_size, validate_messages
-from summarizer.toolcall_ids import detect_id_template
+from flows.services.queue import SUMMARIZE_CHAIN, enqueue
 
 __all__ = [
     "MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "flow_create",
@@ -191,8 +198,6 @@ def _id_template(chain: Chain, batch: list[dict[str, Any]]) -> str:
 
 
 def _token_count(msg: dict[str, Any], model: str | None) -> int | None:
-    from summarizer.tokens import message_tokens
-
     return message_tokens(msg, model=model or None)
 
 
@@ -250,7 +255,8 @@ def _append(chain: Chain, batch: list[dict[str, Any]]) -> AppendResult:
 
 
 def _event_messages(rows: list[Message]) -> list[dict[str, Any]]:
-    out, used = [], 0
+    out: list[dict[str, Any]] = []
+    used = 0
     for row in rows:
         item = {**row.to_dict(), "seq": row.seq, "byte_size": row.byte_size, "token_count": row.token_count}
         used += len(json.dumps(item, ensure_ascii=False))
@@ -264,9 +270,7 @@ def _after_append(chain_id: int, rows: list[Message], turn_done: bool) -> None:
     broadcast(chain_id, {"type": "message.appended", "chain_id": chain_id, "messages": _event_messages(rows),
                          "last_seq": rows[-1].seq})
     if turn_done:
-        from flows import tasks
-
-        tasks.summarize_chain_task.delay(chain_id)
+        enqueue(SUMMARIZE_CHAIN, chain_id)
 
 
 # ----------------------------------------------------------------------------------------------- import

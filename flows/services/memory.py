@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from flows.engine import content_text, extract_findings, extract_identifiers
 from flows.models import Chain, MemoryNote, SummaryEvent
 
 __all__ = ["MAX_NOTES_PER_FLUSH", "MAX_NOTE_CHARS", "facts_in", "memory_flush", "identifier_text"]
@@ -23,8 +24,6 @@ _CREDENTIAL_KINDS = {"credential", "password", "hash", "flag"}
 
 def identifier_text(message: dict[str, Any]) -> str:
     """What a message says, tool call arguments included (identifiers hide in commands)."""
-    from summarizer.messages import content_text
-
     parts = [content_text(message)]
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
@@ -44,8 +43,6 @@ def _is_host(identifier: str) -> bool:
 
 def facts_in(messages: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
     """(kind, text) facts of the messages, unique, in order: credentials first, then hosts and identifiers."""
-    from summarizer.identifiers import extract_findings, extract_identifiers
-
     text = "\n".join(identifier_text(m) for m in messages)
     facts: dict[tuple[str, str], None] = {}
     for finding in extract_findings(text):

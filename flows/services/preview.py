@@ -9,20 +9,28 @@ import copy
 import random
 from typing import Any
 
-from flows.models import Chain, Message
+from flows.engine import (
+    ContextTooLarge,
+    extract_identifiers,
+    fit_to_window,
+    make_extractive,
+    missing_identifiers,
+    summarize_chain,
+)
+from flows.models import Chain, Message, SummarizerSettings
 from flows.services import view_records as records
 from flows.services.memory import identifier_text
-from flows.services.views import view_current, window_for
+from flows.services.runs import view_current, window_for
+from flows.services.summarizers import SummarizeFn
+from flows.settings_registry import settings_for, settings_validate, summarizer_config_for
 
 __all__ = ["PREVIEW_SEED", "chain_preview", "identifier_retention"]
 
 PREVIEW_SEED = 0
 
 
-def _effective_row(chain: Chain, settings: dict[str, Any]):
+def _effective_row(chain: Chain, settings: dict[str, Any]) -> SummarizerSettings:
     """The chain's settings row with `settings` applied on top, unsaved (raises SettingsError on bad values)."""
-    from flows.settings_registry import settings_for, settings_validate
-
     base = settings_for(profile=chain.agent.profile, flow=chain.agent.flow)
     cleaned = settings_validate(settings, base=base)
     row = copy.copy(base)
@@ -35,21 +43,17 @@ def _effective_row(chain: Chain, settings: dict[str, Any]):
 def identifier_retention(raw: list[dict[str, Any]], seqs: list[int], view: list[dict[str, Any]],
                          lineage: list[list[int]], fresh: list[bool]) -> float | None:
     """Share of the identifiers in raw messages replaced by summaries that still appear in the view text."""
-    from summarizer.identifiers import extract_identifiers, missing_identifiers
-
-    replaced = {s for lin, new in zip(lineage, fresh) if new for s in lin}
-    ids = extract_identifiers("\n".join(identifier_text(m) for m, seq in zip(raw, seqs) if seq in replaced))
+    replaced = {s for lin, new in zip(lineage, fresh, strict=False) if new for s in lin}
+    replaced_text = "\n".join(identifier_text(m) for m, seq in zip(raw, seqs, strict=False) if seq in replaced)
+    ids = extract_identifiers(replaced_text)
     if not ids:
         return None
     missing = missing_identifiers(ids, "\n".join(identifier_text(m) for m in view))
     return round(1 - len(missing) / len(ids), 4)
 
 
-def _fit(chain: Chain, row: Any, view: list[dict[str, Any]], lineage: list[list[int]],
-         summarize: Any) -> tuple[list[dict[str, Any]], list[list[int]], int, dict[str, Any]]:
-    from summarizer.compact import fit_to_window
-    from summarizer.compaction_errors import ContextTooLarge
-
+def _fit(chain: Chain, row: SummarizerSettings, view: list[dict[str, Any]], lineage: list[list[int]],
+         summarize: SummarizeFn) -> tuple[list[dict[str, Any]], list[list[int]], int, dict[str, Any]]:
     window = window_for(flow=chain.agent.flow, row=row) if row.compaction_enabled else None
     if window is None:
         return view, lineage, 0, {"known": False}
@@ -73,10 +77,7 @@ def _fit(chain: Chain, row: Any, view: list[dict[str, Any]], lineage: list[list[
 
 
 def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
-    from flows.settings_registry import summarizer_config_for
-    from summarizer.extractive import make_extractive
-    from summarizer.summarize import summarize_chain
-
+    """The view `settings` would give on the chain's raw messages (extractive summarizer; nothing saved)."""
     row = _effective_row(chain, settings)
     rows = list(Message.objects.filter(chain=chain).order_by("seq"))
     raw, seqs = [m.to_dict() for m in rows], [m.seq for m in rows]

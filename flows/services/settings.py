@@ -3,13 +3,19 @@ what and when (a SettingsChange row with {field: [old, new]}), whether it came f
 or an environment import."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from django.db import transaction
 
 from flows.models import Flow, SettingsChange, SummarizerSettings
 from flows.settings_registry import (
-    PROFILES, SettingsError, settings_for, settings_from_env, settings_validate, settings_values,
+    PROFILES,
+    SettingsError,
+    settings_for,
+    settings_from_env,
+    settings_validate,
+    settings_values,
 )
 
 __all__ = ["settings_create", "settings_update", "settings_override_for", "settings_save", "settings_import_env"]

@@ -1,6 +1,6 @@
 """Pure helpers that describe a view for storage: lineage in raw seqs, sections, covered ranges, sizes.
 
-Nothing here touches the database; `flows.services.views` decides what to save. Lineage is always in raw
+Nothing here touches the database; `flows.services.runs` decides what to save. Lineage is always in raw
 seqs of the chain (1-based), per view message, so the UI can point from any view message to the raw
 messages it stands for, through any number of summarizations.
 """
@@ -11,8 +11,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from summarizer.chain import ChainError, parse_chain
-from summarizer.messages import MessageError, chain_bytes, content_text
+from flows.engine import ChainError, MessageError, chain_bytes, content_text, count_tokens, parse_chain
 
 __all__ = [
     "HUMAN_PREVIEW_CHARS", "compose_lineage", "align_lineage", "fresh_mask", "covered_ranges", "summary_text",
@@ -88,12 +87,12 @@ def seq_ranges(seqs: Iterable[int]) -> list[list[int]]:
 
 def covered_ranges(lineage: Sequence[Sequence[int]], mask: Sequence[bool]) -> list[list[int]]:
     """The raw seq ranges that the run's new messages stand for."""
-    return seq_ranges(seq for lin, fresh in zip(lineage, mask) if fresh for seq in lin)
+    return seq_ranges(seq for lin, fresh in zip(lineage, mask, strict=False) if fresh for seq in lin)
 
 
 def summary_text(out: Sequence[Message], mask: Sequence[bool]) -> str:
     """Texts of the new messages (summary tool results, prefixed completions, compaction user messages)."""
-    texts = [content_text(m) for m, fresh in zip(out, mask) if fresh]
+    texts = [content_text(m) for m, fresh in zip(out, mask, strict=False) if fresh]
     return SUMMARY_SEPARATOR.join(t for t in texts if t)
 
 
@@ -102,8 +101,6 @@ def view_bytes(messages: list[Message]) -> int:
 
 
 def view_tokens(messages: list[Message], *, model: str | None) -> int:
-    from summarizer.tokens import count_tokens
-
     return count_tokens(messages, model=model or None)
 
 

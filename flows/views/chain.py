@@ -14,11 +14,24 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from ..engine import is_estimate
 from ..models import ROLES, Chain
 from ..selectors import chain_message
 from ..selectors_pages import (
-    PAGE_SIZE_MESSAGES, RawFilters, chain_for_page, chain_tool_names, chain_totals, events_for_chain, raw_page,
-    display_text, raw_page_count, raw_prefix_bytes, settings_row_for, view_for_chain, view_history, window_for_model,
+    PAGE_SIZE_MESSAGES,
+    RawFilters,
+    chain_for_page,
+    chain_tool_names,
+    chain_totals,
+    display_text,
+    events_for_chain,
+    raw_page,
+    raw_page_count,
+    raw_prefix_bytes,
+    settings_row_for,
+    view_for_chain,
+    view_history,
+    window_for_model,
 )
 from .chain_layout import layout_bands, raw_row
 from .charts import bytes_chart, tokens_chart
@@ -63,14 +76,6 @@ def _window_bar(view_tokens: int, window: int | None, reserve: int) -> dict[str,
             "over": view_tokens + reserve > window, "percent": round(100 * view_tokens / window)}
 
 
-def _token_estimate_label(model: str) -> bool:
-    try:
-        from summarizer.tokens import is_estimate
-    except ImportError:
-        return True
-    return bool(is_estimate(model or None))
-
-
 def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
     """Everything the chain page and its live partial render (one seq window of raw messages)."""
     flow = chain.agent.flow
@@ -101,7 +106,7 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
         "filters": filters, "roles": ROLES, "tools": sorted({n for n in tool_names.values() if n}),
         "page": page, "pages": pages, "page_links": _page_links(page, pages), "is_last_page": page == pages,
         "window": window, "bar": _window_bar(view_tokens, window.window, reserve),
-        "tokens_estimated": _token_estimate_label(flow.model_name),
+        "tokens_estimated": is_estimate(flow.model_name or None),
         "bytes_chart": bytes_chart(history=history, prefix=prefix),
         "tokens_chart": tokens_chart(history=history, last_seq=chain.last_seq, window=window.window, reserve=reserve),
         "events": events_for_chain(chain=chain), "selected": selected,

@@ -10,20 +10,20 @@ Only the current page's seq window is laid out, so the cost follows the page siz
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from summarizer.messages import message_size
-
+from ..engine import message_size, message_tokens
 from ..models import ChainView, Message
-from ..selectors_pages import is_summary_message, display_text
+from ..selectors_pages import display_text, is_summary_message
+from ..services.view_records import seq_ranges
 
 __all__ = ["PREVIEW_CHARS", "FULL_TEXT_CHARS", "RawRow", "ViewRow", "Band", "raw_row", "view_rows", "layout_bands",
-           "seq_ranges", "message_bytes", "tool_name_of"]
+           "seq_ranges_text", "message_bytes", "tool_name_of"]
 
 PREVIEW_CHARS = 240
 FULL_TEXT_CHARS = 32 * 1024  # longer bodies link to the plain-text endpoint instead of bloating the page
-TOKEN_ESTIMATE_BYTES_PER_TOKEN = 4
 
 
 @dataclass
@@ -60,7 +60,7 @@ class ViewRow:
 
     @property
     def lineage(self) -> str:
-        return seq_ranges(self.raw_seqs)
+        return seq_ranges_text(self.raw_seqs)
 
 
 @dataclass
@@ -80,23 +80,12 @@ class Band:
 
     @property
     def lineage(self) -> str:
-        return seq_ranges(sorted({s for v in self.view for s in v.raw_seqs}))
+        return seq_ranges_text(sorted({s for v in self.view for s in v.raw_seqs}))
 
 
-def seq_ranges(seqs: Iterable[int]) -> str:
+def seq_ranges_text(seqs: Iterable[int]) -> str:
     """[1,2,3,7,9,10] -> "1-3,7,9-10" (compact attribute for lineage highlighting)."""
-    out: list[str] = []
-    start = prev = None
-    for s in sorted(set(seqs)):
-        if prev is not None and s == prev + 1:
-            prev = s
-            continue
-        if start is not None:
-            out.append(f"{start}-{prev}" if prev != start else str(start))
-        start = prev = s
-    if start is not None:
-        out.append(f"{start}-{prev}" if prev != start else str(start))
-    return ",".join(out)
+    return ",".join(f"{first}-{last}" if last != first else str(first) for first, last in seq_ranges(seqs))
 
 
 def _preview(text: str) -> str:
@@ -118,14 +107,6 @@ def message_bytes(message: dict[str, Any], tool_names: dict[str, str]) -> int:
         return 0
 
 
-def _token_counter(model: str):
-    try:  # written in parallel by the TOOLS part; an estimate keeps the page working without it
-        from summarizer.tokens import message_tokens
-    except ImportError:
-        return lambda m, size: max(1, size // TOKEN_ESTIMATE_BYTES_PER_TOKEN)
-    return lambda m, size: message_tokens(m, model=model or None)
-
-
 def raw_row(message: Message, tool_names: dict[str, str]) -> RawRow:
     data = message.to_dict()
     text = display_text(data)
@@ -140,7 +121,6 @@ def view_rows(view: ChainView | None, tool_names: dict[str, str], *, model: str 
     """Rows for view messages; with `wanted`, only (indices of) those messages are rendered in full."""
     if view is None:
         return []
-    count_tokens = _token_counter(model)
     names = dict(tool_names)
     for m in view.messages:  # summary calls exist only in the view, so learn their names here too
         for call in m.get("tool_calls") or []:
@@ -156,8 +136,8 @@ def view_rows(view: ChainView | None, tool_names: dict[str, str], *, model: str 
         text = display_text(m)
         size = message_bytes(m, names)
         rows.append(ViewRow(index=i, role=m.get("role", ""), tool=tool_name_of(m, names), byte_size=size,
-                            tokens=count_tokens(m, size), preview=_preview(text), full=text[:FULL_TEXT_CHARS],
-                            summary=is_summary_message(m, seqs), raw_seqs=seqs))
+                            tokens=message_tokens(m, model=model or None), preview=_preview(text),
+                            full=text[:FULL_TEXT_CHARS], summary=is_summary_message(m, seqs), raw_seqs=seqs))
     return rows
 
 

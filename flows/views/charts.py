@@ -104,7 +104,8 @@ def tokens_chart(*, history: dict[str, list[dict[str, Any]]], last_seq: int, win
                      "last": view[-1][1] if view else 0}]
     if window:
         h = chart.plot_bottom - PAD_TOP
-        for name, css, value in (("window", "window", window), ("window − reserved output", "budget", window - reserve)):
+        lines = (("window", "window", window), ("window − reserved output", "budget", window - reserve))
+        for name, css, value in lines:
             y = chart.plot_bottom - h * value / max(chart.y_max, 1)
             chart.lines.append({"name": name, "css": css, "y": f"{y:.1f}", "value": value})
     return chart

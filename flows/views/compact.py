@@ -8,6 +8,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ..selectors_pages import chain_for_page
+from ..services import chain_request_compaction
 
 __all__ = ["MAX_INSTRUCTIONS_CHARS", "chain_compact_page"]
 
@@ -20,10 +21,9 @@ def chain_compact_page(request: HttpRequest, chain_id: int) -> HttpResponse:
     chain = chain_for_page(chain_id=chain_id, user=request.user)
     instructions = request.POST.get("instructions", "").strip()
     if len(instructions) > MAX_INSTRUCTIONS_CHARS:
-        messages.error(request, f"Focus instructions are limited to {MAX_INSTRUCTIONS_CHARS} characters; nothing queued.")
+        messages.error(request, f"Focus instructions are limited to {MAX_INSTRUCTIONS_CHARS} characters; "
+                                "nothing queued.")
         return redirect("chain-detail", chain_id=chain.pk)
-    from ..services.views import chain_request_compaction
-
     event = chain_request_compaction(chain=chain, instructions=instructions, user=request.user)
     focus = " with your focus instructions" if instructions else ""
     messages.success(request, f"Compaction #{event.pk} queued{focus}; a notice appears when it starts and completes.")

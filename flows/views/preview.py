@@ -7,6 +7,7 @@ from django.http import HttpRequest
 
 from ..models import ChainView
 from ..selectors_pages import chain_for_page, chain_tool_names, view_for_chain
+from ..services import chain_preview
 from ..settings_registry import SettingsError
 from .chain_layout import view_rows
 
@@ -23,8 +24,6 @@ def preview_context(request: HttpRequest, *, chain_id: int | None, settings: dic
     if chain_id is None:
         return {"error": "Choose a chain to preview on."}
     chain = chain_for_page(chain_id=chain_id, user=request.user)
-    from ..services.views import chain_preview
-
     try:
         result = chain_preview(chain=chain, settings=settings)
     except SettingsError as exc:

@@ -6,7 +6,8 @@ form and asks the pipeline what view those values would give on a chosen chain; 
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -21,8 +22,14 @@ from ..selectors import chains_visible_to, flows_visible_to
 from ..selectors_pages import flow_for_page
 from ..services import settings_save
 from ..settings_registry import (
-    SETTINGS_FIELDS, SettingsError, defaults_for, settings_env_export, settings_for, settings_validate,
-    settings_values, settings_warnings,
+    SETTINGS_FIELDS,
+    SettingsError,
+    defaults_for,
+    settings_env_export,
+    settings_for,
+    settings_validate,
+    settings_values,
+    settings_warnings,
 )
 from .preview import preview_context
 

@@ -9,18 +9,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+
+from tests.fakes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -45,12 +47,6 @@ from flows.demo import demo_create
 flow, chain = demo_create(owner=get_user_model().objects.get(username="alice"), title={title!r})
 print("SETUP" + json.dumps({{"flow": flow.pk, "chain": chain.pk}}))
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -106,7 +102,7 @@ def server(tmp_path_factory) -> Iterator[Server]:
     var_dir = tmp_path_factory.mktemp("e2e-var")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
     env.update({"PENTAGI_WEB_VAR_DIR": str(var_dir), "SECRET_KEY": "e2e-only-secret", "PYTHONUNBUFFERED": "1"})
-    port = _free_port()
+    port = free_port()
     srv = Server(url=f"http://127.0.0.1:{port}", var_dir=var_dir, env=env)
     log = var_dir / "server.log"
     with open(log, "w") as out:

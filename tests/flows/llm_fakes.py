@@ -162,13 +162,6 @@ def isolate_llm(monkeypatch: pytest.MonkeyPatch) -> None:
     callables.clear_summary_caches()
 
 
-@pytest.fixture
-def fake_endpoint() -> Iterator[FakeEndpoint]:
-    """A scripted endpoint for one test (import this fixture into a test module to use it)."""
-    with running_endpoint() as endpoint:
-        yield endpoint
-
-
 @pytest.fixture(autouse=True)
 def isolated_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Autouse in every module that imports it: isolation before the test and caches cleared after it."""

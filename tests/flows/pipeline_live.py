@@ -10,7 +10,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -46,12 +45,6 @@ print("PROVISIONED " + json.dumps({"token": token, "session": session.session_ke
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def redis_up() -> bool:
     try:
         import redis
@@ -80,7 +73,7 @@ class Stack:
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, var_dir: Path, **extra: str) -> "Stack":
+    def create(cls, var_dir: Path, **extra: str) -> Stack:
         env = {k: v for k, v in os.environ.items() if k not in _INHERITED_OUT}
         env.update(PENTAGI_WEB_VAR_DIR=str(var_dir), SECRET_KEY="pipeline-tests-" + secrets.token_hex(16),
                    DJANGO_SETTINGS_MODULE="pentagi_web.settings", PYTHONUNBUFFERED="1", **extra)
@@ -193,7 +186,7 @@ async def _watch(ws_url: str, origin: str, session: str, act, want: set[str]) ->
                 break
             try:
                 frames.append(json.loads(await asyncio.wait_for(ws.recv(), timeout=remaining)))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
     return frames
 

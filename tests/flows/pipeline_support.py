@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from flows.models import Chain, SummarizerSettings
-from flows.services import chain_append
+from flows.services import chain_append, set_summarizer_factory
+from tests.fakes import FakeSummarizer
 
 # Small budgets (at the model's validator minimums) so a few turns of ~1 KB tool output get summarized.
 SMALL_BUDGETS = {"last_sec_bytes": 2048, "max_bp_bytes": 1024, "max_qa_sections": 2, "max_qa_bytes": 4096,
@@ -52,26 +54,20 @@ def small_budgets(chain: Chain, **overrides: Any) -> SummarizerSettings:
 ASK_RE = re.compile(r"task \d+: scan host [\d.]+ and report open ports")
 
 
-class FakeSummarizer:
-    """summarize(prompt) -> short deterministic text; counts calls; can be told to fail.
+def _pipeline_reply(number: int, prompt: str) -> str:
+    asks = ASK_RE.findall(prompt)
+    return f"summary #{number} of {len(prompt)} prompt bytes. Latest ask: {asks[-1] if asks else 'none'}"
 
-    It repeats the newest user ask it sees, as a real summary would (the compaction audit checks that).
-    """
+
+class PipelineSummarizer(FakeSummarizer):
+    """The shared fake with a short deterministic reply that repeats the newest user ask it sees, as a real
+    summary would (the compaction audit checks that)."""
 
     def __init__(self, *, fail: str | None = None) -> None:
-        self.calls = 0
-        self.fail = fail
-
-    def __call__(self, prompt: str) -> str:
-        self.calls += 1
-        if self.fail:
-            raise RuntimeError(self.fail)
-        asks = ASK_RE.findall(prompt)
-        return f"summary #{self.calls} of {len(prompt)} prompt bytes. Latest ask: {asks[-1] if asks else 'none'}"
+        super().__init__(_pipeline_reply, fail=fail or False)
 
 
-def use_summarizer(monkeypatch, summarizer) -> None:
-    """Every summarize callable the services ask for is `summarizer` (flows.llm picks it by flow/purpose)."""
-    import flows.llm
-
-    monkeypatch.setattr(flows.llm, "summarize_callable_for", lambda **_kw: summarizer)
+def use_summarizer(summarizer: Callable[[str], str]) -> None:
+    """Every run takes `summarizer` as its summarize callable, whatever the flow or purpose, until the test ends
+    (tests/app_fixtures.py restores the default factory after each test)."""
+    set_summarizer_factory(lambda **_kw: summarizer)

@@ -32,7 +32,7 @@ def form_data(row, **changes) -> dict:
 def test_every_model_has_an_admin_page(admin_client, make_chain, tool_round):
     make_chain(messages=tool_round)
     settings_for(profile="agent")
-    for name in ("flow", "agent", "chain", "message", "chainview", "section", "summaryevent", "llmcall",
+    for name in ("flow", "agent", "chain", "message", "chainview", "viewsection", "summaryevent", "llmcall",
                  "memorynote", "summarizersettings", "settingschange", "providerconfig", "modelwindow", "apitoken"):
         assert admin_client.get(f"/admin/flows/{name}/").status_code == 200, name
 

@@ -8,8 +8,7 @@ from django.urls import get_resolver
 
 from flows.models import ApiToken, Flow
 from flows.services import api_token_create
-
-from .conftest import JsonClient
+from tests.app_fixtures import JsonClient
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,7 @@ from django.test import override_settings
 
 from flows.models import ChainView, Message, SummaryEvent
 from flows.services import MAX_BATCH_MESSAGES
-
-from .conftest import call
+from tests.app_fixtures import call
 
 pytestmark = pytest.mark.django_db
 
@@ -172,7 +171,7 @@ def test_a_committed_batch_broadcasts_and_a_completed_turn_queues_summarization(
 def test_compact_validates_instructions_and_asks_the_pipeline(api_client, make_chain, tool_round):
     chain = make_chain(messages=tool_round)
     event = SummaryEvent.objects.create(chain=chain, trigger="manual", instructions="Focus on ports")
-    with mock.patch("flows.services.views.chain_request_compaction", return_value=event) as request:
+    with mock.patch("flows.api.views_chains.chain_request_compaction", return_value=event) as request:
         resp = api_client.post(f"/api/chains/{chain.pk}/compact", {"instructions": " Focus on ports "})
         too_long = api_client.post(f"/api/chains/{chain.pk}/compact", {"instructions": "x" * 801})
         wrong_type = api_client.post(f"/api/chains/{chain.pk}/compact", {"instructions": ["x"]})
@@ -184,7 +183,7 @@ def test_compact_validates_instructions_and_asks_the_pipeline(api_client, make_c
 
 def test_preview_validates_settings_and_passes_the_merged_values(api_client, make_chain, tool_round):
     chain = make_chain(messages=tool_round)
-    with mock.patch("flows.services.views.chain_preview", return_value={"view": [], "stats": {}}) as preview:
+    with mock.patch("flows.api.views_chains.chain_preview", return_value={"view": [], "stats": {}}) as preview:
         resp = api_client.post(f"/api/chains/{chain.pk}/preview", {"settings": {"last_sec_bytes": 20000}})
         bad = api_client.post(f"/api/chains/{chain.pk}/preview", {"settings": {"keep_qa_sections": 50}})
     assert resp.status_code == 200 and resp.json() == {"view": [], "stats": {}}

@@ -4,8 +4,7 @@ from __future__ import annotations
 import pytest
 
 from flows.models import SettingsChange, SummarizerSettings
-
-from .conftest import JsonClient
+from tests.app_fixtures import JsonClient
 
 pytestmark = pytest.mark.django_db
 

@@ -1,17 +1,16 @@
 """Byte guard and successor segments (compaction.md §7; acceptance facts 51-52 that apply to us)."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from flows.models import Chain, Message, Outcome
-from flows.services import chain_append
+from flows.services import chain_append, chain_compact, chain_summarize, view_current
 from flows.services.compaction import drop_retried_user_messages
-from flows.services.views import chain_compact, chain_summarize, view_current
-from tests.flows.pipeline_support import FakeSummarizer, grow, small_budgets, turn, use_summarizer
+from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, turn, use_summarizer
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RETRY_TEXT = "please run the deployment status check for prod"
 
 
@@ -63,7 +62,7 @@ def _snapshot(chain: Chain) -> list[tuple]:
 
 @pytestmark_db
 def test_fact_51_a_compaction_with_truncation_continues_in_a_successor(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=400, truncate_after_compaction=True)
     grow(chain, range(5))
@@ -87,7 +86,7 @@ def test_fact_51_a_compaction_with_truncation_continues_in_a_successor(make_chai
 
 @pytestmark_db
 def test_fact_51_the_successor_drops_a_retried_user_message(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=600, truncate_after_compaction=True)
     grow(chain, range(4))
@@ -105,7 +104,7 @@ def test_fact_51_the_successor_drops_a_retried_user_message(make_chain, monkeypa
 
 @pytestmark_db
 def test_fact_51_no_compaction_means_no_successor(make_chain, tool_round, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer(fail="endpoint down"))
+    use_summarizer(PipelineSummarizer(fail="endpoint down"))
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=400, truncate_after_compaction=True)
     grow(chain, range(5))
@@ -115,7 +114,7 @@ def test_fact_51_no_compaction_means_no_successor(make_chain, tool_round, monkey
 
 @pytestmark_db
 def test_fact_51_without_truncation_a_compaction_never_rotates(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=400)
     grow(chain, range(5))
@@ -125,7 +124,7 @@ def test_fact_51_without_truncation_a_compaction_never_rotates(make_chain, monke
 
 @pytestmark_db
 def test_the_guard_compacts_before_the_next_turn_once_the_segment_is_big(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=400, truncate_after_compaction=True,
                   max_active_transcript_bytes=3000)
@@ -145,7 +144,7 @@ def test_the_guard_needs_successor_segments(make_chain, monkeypatch):
 
     with pytest.raises(SettingsError):
         settings_validate({"max_active_transcript_bytes": 3000, "truncate_after_compaction": False})
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, max_active_transcript_bytes=3000)
     grow(chain, range(5))

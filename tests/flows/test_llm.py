@@ -4,16 +4,26 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.llm import (SUMMARY_SYSTEM_PROMPT, LLMError, SummaryFailed, chat_callable_for, plan_for,
-                       summarize_callable_for)
+from flows.llm import (
+    SUMMARY_SYSTEM_PROMPT,
+    LLMError,
+    SummaryFailed,
+    chat_callable_for,
+    plan_for,
+    summarize_callable_for,
+)
 from flows.models import LLMCall, SummaryEvent
 from flows.services import agent_create, flow_create
 from flows.settings_registry import settings_for
 from summarizer.extractive import make_extractive
 from summarizer.tokens import count_tokens
 
-from .llm_fakes import completion, json_reply, make_provider
-from .llm_fakes import fake_endpoint, isolated_llm  # noqa: F401  (fixtures)
+from .llm_fakes import (
+    completion,
+    isolated_llm,  # noqa: F401  (an autouse fixture)
+    json_reply,
+    make_provider,
+)
 
 pytestmark = pytest.mark.django_db
 

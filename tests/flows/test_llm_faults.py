@@ -5,15 +5,27 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.llm import (ContextOverflowError, RetryableProviderError, SummaryFailed, chat_callable_for,
-                       summarize_callable_for)
+from flows.llm import (
+    ContextOverflowError,
+    RetryableProviderError,
+    SummaryFailed,
+    chat_callable_for,
+    summarize_callable_for,
+)
 from flows.models import LLMCall
 from flows.services import flow_create
 from summarizer.overflow import is_context_overflow_error, observed_token_count
 
-from .llm_fakes import (close_connection, closed_port_url, completion, json_reply, make_provider, raw_reply,
-                        sleep_then)
-from .llm_fakes import fake_endpoint, isolated_llm  # noqa: F401  (fixtures)
+from .llm_fakes import (  # noqa: F401  (fixtures)
+    close_connection,
+    closed_port_url,
+    completion,
+    isolated_llm,
+    json_reply,
+    make_provider,
+    raw_reply,
+    sleep_then,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -130,8 +142,7 @@ def test_chat_exhausting_its_attempts_raises_a_retryable_provider_error(flow):
                                    json_reply(400, {"error": {"message": LLAMA_CPP_OVERFLOW}})],
                          ids=["closed", "empty", "non-json", "no-choices", "overflow"])
 def test_a_failing_endpoint_gives_a_failed_event_and_loses_no_message(fake_endpoint, flow, reply):
-    from flows.services import agent_create, chain_append
-    from flows.services.views import chain_summarize, view_current
+    from flows.services import agent_create, chain_append, chain_summarize, view_current
 
     make_provider(fake_endpoint.url, max_attempts=1)
     fake_endpoint.queue(*[reply] * 10)

@@ -5,13 +5,22 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from flows.models import ModelWindow, ProviderConfig
-from flows.providers import (DEFAULT_OPENAI_BASE_URL, discover_window, model_window_for, provider_for,
-                             provider_from_env, split_model_ref)
+from flows.providers import (
+    DEFAULT_OPENAI_BASE_URL,
+    discover_window,
+    model_window_for,
+    provider_for,
+    provider_from_env,
+    split_model_ref,
+)
 from flows.services import flow_create
 from summarizer.catalog import lookup_model
 
-from .llm_fakes import closed_port_url, make_provider
-from .llm_fakes import fake_endpoint, isolated_llm  # noqa: F401  (fixtures)
+from .llm_fakes import (
+    closed_port_url,
+    isolated_llm,  # noqa: F401  (an autouse fixture)
+    make_provider,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from flows.models import MemoryNote, Outcome
+from flows.services import chain_compact
 from flows.services.memory import facts_in, memory_flush
-from flows.services.views import chain_compact
-from tests.flows.pipeline_support import FakeSummarizer, grow, small_budgets, use_summarizer
+from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, use_summarizer
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +34,7 @@ def test_flushing_the_same_span_twice_adds_nothing(make_chain, tool_round):
 
 
 def test_a_compaction_saves_what_leaves_the_view(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=300)
     grow(chain, range(5))
@@ -46,7 +46,7 @@ def test_a_compaction_saves_what_leaves_the_view(make_chain, monkeypatch):
 
 
 def test_with_memory_flush_off_nothing_is_saved(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=300, memory_flush=False)
     grow(chain, range(5))

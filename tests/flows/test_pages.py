@@ -9,7 +9,7 @@ from django.test import Client
 from flows.models import ChainView, ModelWindow, SummaryEvent
 from flows.selectors_pages import PAGE_SIZE_MESSAGES
 from flows.services import chain_append
-from tests.flows.conftest import call
+from tests.app_fixtures import call
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.flows.pipeline_live import PYTHON, Stack, append_and_watch, assert_summarized_live, free_port, wait_http
+from tests.fakes import free_port
+from tests.flows.pipeline_live import PYTHON, Stack, append_and_watch, assert_summarized_live, wait_http
 
 
 @pytest.fixture

@@ -5,8 +5,15 @@ import secrets
 
 import pytest
 
+from tests.fakes import free_port
 from tests.flows.pipeline_live import (
-    POSTGRES_ADMIN_URL, REDIS_URL, Stack, append_and_watch, assert_summarized_live, free_port, postgres_up, redis_up,
+    POSTGRES_ADMIN_URL,
+    REDIS_URL,
+    Stack,
+    append_and_watch,
+    assert_summarized_live,
+    postgres_up,
+    redis_up,
 )
 
 pytestmark = [

@@ -7,7 +7,8 @@ import secrets
 
 import pytest
 
-from tests.flows.pipeline_live import REDIS_URL, Stack, append_and_watch, assert_summarized_live, free_port, redis_up
+from tests.fakes import free_port
+from tests.flows.pipeline_live import REDIS_URL, Stack, append_and_watch, assert_summarized_live, redis_up
 
 pytestmark = [
     pytest.mark.services,

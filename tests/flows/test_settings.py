@@ -6,8 +6,16 @@ import pytest
 from flows.models import SettingsChange, SummarizerSettings
 from flows.services import settings_import_env, settings_save, settings_update
 from flows.settings_registry import (
-    FIELDS_BY_NAME, SETTINGS_FIELDS, SettingsError, defaults_for, parse_env_text, settings_env_export,
-    settings_for, settings_validate, settings_values, summarizer_config_for,
+    FIELDS_BY_NAME,
+    SETTINGS_FIELDS,
+    SettingsError,
+    defaults_for,
+    parse_env_text,
+    settings_env_export,
+    settings_for,
+    settings_validate,
+    settings_values,
+    summarizer_config_for,
 )
 
 pytestmark = pytest.mark.django_db

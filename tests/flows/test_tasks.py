@@ -5,14 +5,14 @@ import pytest
 
 from flows import tasks
 from flows.models import ChainView, Outcome, SummaryEvent
-from flows.services.views import chain_request_compaction
-from tests.flows.pipeline_support import FakeSummarizer, grow, small_budgets, use_summarizer
+from flows.services import chain_request_compaction
+from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, use_summarizer
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_summarize_task_writes_one_view_however_often_it_runs(make_chain, tool_round, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain(tool_round)
     first = tasks.summarize_chain_task.apply(args=[chain.pk]).get()
     again = tasks.summarize_chain_task.apply(args=[chain.pk]).get()
@@ -46,7 +46,7 @@ def test_requesting_a_compaction_queues_the_task_after_commit(make_chain, tool_r
 
 
 def test_a_redelivered_compaction_task_finishes_its_event_once(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *args: None)
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=300)
@@ -64,7 +64,7 @@ def test_a_redelivered_compaction_task_finishes_its_event_once(make_chain, monke
 
 def test_the_fit_task_calls_the_fit_service(make_chain, tool_round, monkeypatch):
     seen = []
-    monkeypatch.setattr("flows.services.views.chain_fit", lambda **kw: seen.append(kw))
+    monkeypatch.setattr("flows.tasks.chain_fit", lambda **kw: seen.append(kw))
     chain = make_chain(tool_round)
     assert tasks.fit_chain_task.apply(args=[chain.pk]).get() is None
     assert seen == [{"chain_id": chain.pk, "trigger": "window"}]

@@ -28,11 +28,11 @@ from tests.flows.pipeline_support import turn
 owner = get_user_model().objects.create_user("crash")
 chain = agent_create(flow=flow_create(owner=owner, title="crash"), agent_type="pentester").chains.get()
 batch = [{"role": "system", "content": "You are a pentester."}]
-for i in range(%d):
+for i in range({turns}):
     batch += turn(i)
 chain_append(chain=chain, messages=batch)  # one batch, one completed turn: exactly one task queued
 print("CHAIN", chain.pk, chain.last_seq)
-""" % TURNS
+""".replace("{turns}", str(TURNS))
 
 
 def _rows(db, sql, *args):

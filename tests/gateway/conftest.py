@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.flows.pipeline_live import PYTHON, Stack, free_port, wait_http
+from tests.fakes import free_port
+from tests.flows.pipeline_live import PYTHON, Stack, wait_http
 from tests.gateway.upstream_fake import MODEL, FakeUpstream
 
 WINDOW_TOKENS = 6000

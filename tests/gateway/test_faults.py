@@ -121,7 +121,7 @@ def _provider(gateway: Gateway, name: str, base_url: str, timeout: float) -> Non
 
 
 def test_an_unreachable_upstream_is_a_502(gateway: Gateway) -> None:
-    from tests.flows.pipeline_live import free_port
+    from tests.fakes import free_port
 
     _provider(gateway, "deadend", f"http://127.0.0.1:{free_port()}/v1", 5)
     with pytest.raises(openai.APIStatusError) as caught:

@@ -6,7 +6,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flows.gateway.threads import best_match, extend_hash, normalised, prefix_hashes, root_index
+from flows.services.gateway_threads import best_match, extend_hash, normalised, prefix_hashes, root_index
 
 text = st.text(max_size=30)
 message = st.one_of(

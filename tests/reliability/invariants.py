@@ -3,12 +3,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.models import (Agent, ApiToken, Chain, ChainView, Flow, LLMCall, MemoryNote, Message, ProviderConfig,
-                          Section, SettingsChange, SummarizerSettings, SummaryEvent)
+from flows.models import (
+    Agent,
+    ApiToken,
+    Chain,
+    ChainView,
+    Flow,
+    LLMCall,
+    MemoryNote,
+    Message,
+    ProviderConfig,
+    SettingsChange,
+    SummarizerSettings,
+    SummaryEvent,
+    ViewSection,
+)
 
 __all__ = ["row_counts", "assert_client_error", "assert_chain_intact", "MODELS_WRITTEN_BY_REQUESTS"]
 
-MODELS_WRITTEN_BY_REQUESTS = (Flow, Agent, Chain, Message, ChainView, Section, SummaryEvent, MemoryNote,
+MODELS_WRITTEN_BY_REQUESTS = (Flow, Agent, Chain, Message, ChainView, ViewSection, SummaryEvent, MemoryNote,
                               SummarizerSettings, SettingsChange, ProviderConfig, LLMCall, ApiToken)
 
 

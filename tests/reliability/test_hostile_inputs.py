@@ -90,7 +90,7 @@ def test_agent_text_with_markup_and_control_characters_is_stored_verbatim(api_cl
     f"/api/flows/{HUGE_ID}", f"/api/chains/{HUGE_ID}", f"/api/chains/{HUGE_ID}/messages", "/api/flows/-1",
     "/api/flows/0", "/api/chains/1e3", "/api/flows/%00", "/api/settings/" + "a" * 21, "/api/settings/root",
     "/api/../../etc/passwd", "/api/chains/1/messages?after_seq=-5", "/api/chains/1/messages?limit=abc",
-    f"/api/flows/1/export?format=<svg>", f"/api/flows/1/export?chain={HUGE_ID}", "/api/settings/agent?flow=abc",
+    "/api/flows/1/export?format=<svg>", f"/api/flows/1/export?chain={HUGE_ID}", "/api/settings/agent?flow=abc",
 ])
 def test_odd_paths_and_query_strings_are_clean_client_errors(api_client, make_chain, tool_round, path):
     make_chain(tool_round)

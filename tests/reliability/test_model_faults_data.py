@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import flows.llm
 from flows.models import ChainView, Message, Outcome, SummaryEvent
-from flows.services import views as view_services
-from tests.flows.pipeline_support import FakeSummarizer, small_budgets, turn
+from flows.services import chain_summarize, set_summarizer_factory, summarization
+from tests.fakes import FakeSummarizer
+from tests.flows.pipeline_support import PipelineSummarizer, small_budgets, turn
 from tests.reliability.invariants import assert_chain_intact
 
 pytestmark = pytest.mark.django_db
@@ -28,9 +28,12 @@ SCHEDULES = settings(max_examples=12, deadline=None,
 class FlakySummarizer(FakeSummarizer):
     """Fails every other call (a provider that times out under load)."""
 
-    def __call__(self, prompt: str) -> str:
-        self.calls += 1
-        if self.calls % 2:
+    def __init__(self) -> None:
+        super().__init__(self._odd_calls_time_out)
+
+    @staticmethod
+    def _odd_calls_time_out(number: int, prompt: str) -> str:
+        if number % 2:
             raise TimeoutError("provider timed out")
         return f"summary of {len(prompt)} bytes"
 
@@ -40,19 +43,19 @@ class WorkerDied(RuntimeError):
 
 
 def _run(chain_id: int, outcome: str, monkeypatch) -> None:
-    model = {"model_fails": FakeSummarizer(fail="HTTP 500 from the provider"),
-             "flaky_model": FlakySummarizer()}.get(outcome, FakeSummarizer())
-    monkeypatch.setattr(flows.llm, "summarize_callable_for", lambda **_kw: model)
+    model = {"model_fails": PipelineSummarizer(fail="HTTP 500 from the provider"),
+             "flaky_model": FlakySummarizer()}.get(outcome, PipelineSummarizer())
+    set_summarizer_factory(lambda **_kw: model)
     if outcome == "no_run":
         return
     if outcome == "worker_dies":
         with monkeypatch.context() as patch:
             def die(*_a, **_k):
                 raise WorkerDied("killed before the save")
-            patch.setattr(view_services, "save_view", die)
+            patch.setattr(summarization, "view_save", die)
             with pytest.raises(WorkerDied):
-                view_services.chain_summarize(chain_id=chain_id)
-    view_services.chain_summarize(chain_id=chain_id)  # the (re)delivered task
+                chain_summarize(chain_id=chain_id)
+    chain_summarize(chain_id=chain_id)  # the (re)delivered task
 
 
 def _assert_view_partitions_raw(chain) -> None:

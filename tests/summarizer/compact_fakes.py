@@ -5,6 +5,7 @@ import re
 
 from summarizer.compaction_prompt import REQUIRED_HEADINGS
 from summarizer.identifiers import extract_identifiers
+from tests.fakes import tool_call
 
 _USER_BLOCK = re.compile(r"\[user\]\n(.*?)(?:\n\n\[|\n</conversation>|$)", re.DOTALL)
 _RULES_END = "Output only the checkpoint, no preamble."
@@ -48,7 +49,7 @@ def words(n_words: int, seed: int = 0) -> str:
 
 
 def call(cid: str, name: str = "terminal", args: str = '{"cmd": "nmap -sV 10.0.0.5"}') -> dict:
-    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+    return tool_call(cid, name, args)
 
 
 def tool_turn(cid: str, result_words: int, seed: int = 0) -> list[dict]:

@@ -1,12 +1,12 @@
-"""Small builders for chains in tests of the summarizer engine, plus a recording fake summarizer."""
+"""Small builders for chains in tests of the summarizer engine (the fake summarizer lives in tests.fakes)."""
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from summarizer.chain_nodes import ChainAST
 from summarizer.passes import PassContext, PassGen
 from summarizer.summarize import drive_sync
+from tests.fakes import FakeSummarizer
 
 Message = dict[str, Any]
 ARGS = '{"cmd": "ls"}'
@@ -57,26 +57,6 @@ def rr_of_size(call_id: str, size: int, name: str = "terminal") -> list[Message]
 
 def fake_signature_free(messages: list[Message]) -> bool:
     return not any(c.get("reasoning") for m in messages for c in m.get("tool_calls") or ())
-
-
-class FakeSummarizer:
-    """Returns a fixed text (or raises) and records every prompt it saw."""
-
-    def __init__(self, reply: str = "Summarized content", fail: bool = False) -> None:
-        self.reply, self.fail = reply, fail
-        self.prompts: list[str] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, prompt: str) -> str:
-        with self._lock:
-            self.prompts.append(prompt)
-        if self.fail:
-            raise RuntimeError("LLM unavailable")
-        return self.reply
-
-    @property
-    def calls(self) -> int:
-        return len(self.prompts)
 
 
 def run_pass(gen: PassGen, summarizer: FakeSummarizer) -> None:

@@ -7,7 +7,12 @@ from importlib.resources import files
 import pytest
 
 from summarizer.catalog import (
-    MIN_AGENT_WINDOW_TOKENS, WARN_WINDOW_TOKENS, ModelInfo, catalog_models, lookup_model, window_check,
+    MIN_AGENT_WINDOW_TOKENS,
+    WARN_WINDOW_TOKENS,
+    ModelInfo,
+    catalog_models,
+    lookup_model,
+    window_check,
     window_from_models_payload,
 )
 

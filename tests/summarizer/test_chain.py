@@ -4,8 +4,16 @@ from __future__ import annotations
 import pytest
 
 from summarizer.chain import (
-    COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARIZATION_TOOL, UNHANDLED_CALL_TEXT, BodyPair, ChainError,
-    body_pair_from_messages, check_invariants, parse_chain,
+    COMPLETION,
+    REQUEST_RESPONSE,
+    SUMMARIZATION,
+    SUMMARIZATION_TOOL,
+    UNHANDLED_CALL_TEXT,
+    BodyPair,
+    ChainError,
+    body_pair_from_messages,
+    check_invariants,
+    parse_chain,
 )
 from summarizer.chain_ops import append_human
 from summarizer.messages import MessageError
@@ -203,7 +211,8 @@ def test_a_result_without_a_call_gets_a_synthetic_call_in_force_mode():
     with pytest.raises(ChainError, match="zz"):
         parse_chain(chain)
     pair = parse_chain(chain, force=True).sections[0].body[0]
-    assert pair.ai["tool_calls"][-1] == {"id": "zz", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+    assert pair.ai["tool_calls"][-1] == {"id": "zz", "type": "function",
+                                           "function": {"name": "grep", "arguments": "{}"}}
     assert pair.is_valid()
     assert pair.size == sum(len(x) for x in ("c1", "function", "terminal", '{"cmd": "ls"}', "c1", "terminal", "r",
                                              "zz", "function", "grep", "{}", "zz", "grep", "orphan"))

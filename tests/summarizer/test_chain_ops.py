@@ -10,13 +10,23 @@ import pytest
 from summarizer.chain import SUMMARIZATION, SUMMARIZATION_TOOL, ChainError, parse_chain
 from summarizer.chain_nodes import BodyPair, ChainAST, Header, Section
 from summarizer.chain_ops import (
-    add_tool_response, append_human, clear_reasoning, contains_tool_call_reasoning, extract_reasoning_message,
-    find_tool_call_responses, normalize_tool_call_ids, sanitize_tool_call_arguments,
+    add_tool_response,
+    append_human,
+    clear_reasoning,
+    contains_tool_call_reasoning,
+    extract_reasoning_message,
+    find_tool_call_responses,
+    normalize_tool_call_ids,
+    sanitize_tool_call_arguments,
 )
 from summarizer.sanitize import escape_control_chars, sanitize_arguments
 from summarizer.shapes import FAKE_SIGNATURE, SUMMARY_ARGUMENTS, summarization_pair
 from summarizer.toolcall_ids import (
-    CHARSETS, detect_id_template, generate_id, id_matches, parse_id_template,
+    CHARSETS,
+    detect_id_template,
+    generate_id,
+    id_matches,
+    parse_id_template,
 )
 from tests.summarizer.engine_builders import ai, call, human, system, tool
 

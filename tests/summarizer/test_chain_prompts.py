@@ -4,7 +4,11 @@ from __future__ import annotations
 import pytest
 
 from summarizer.prompts import (
-    INSTRUCTIONS_MESSAGES_ONLY, INSTRUCTIONS_TASKS_ONLY, INSTRUCTIONS_WITH_TASKS, PromptError, build_summary_prompt,
+    INSTRUCTIONS_MESSAGES_ONLY,
+    INSTRUCTIONS_TASKS_ONLY,
+    INSTRUCTIONS_WITH_TASKS,
+    PromptError,
+    build_summary_prompt,
 )
 from tests.summarizer.engine_builders import ai, call, human, system, tool
 
@@ -31,7 +35,8 @@ def test_case_two_has_only_messages():
 
 def test_case_three_has_only_tasks_and_images_are_described():
     image = {"role": "user", "content": [{"type": "text", "text": "look"},
-                                         {"type": "image_url", "image_url": {"url": "http://i/x.png", "detail": "low"}}]}
+                                         {"type": "image_url",
+                                          "image_url": {"url": "http://i/x.png", "detail": "low"}}]}
     prompt = build_summary_prompt([human("first"), image], [])
     assert prompt == (f"<instructions>{INSTRUCTIONS_TASKS_ONLY}</instructions>\n\n"
                       "<tasks>\n<task id=\"0\">\nfirst\n</task>\n"

@@ -116,7 +116,8 @@ def test_inspect_shows_sections_pairs_bytes_and_tokens(chain_file):
 def test_inspect_json_sizes_add_up(chain_file):
     report = json.loads(_run("inspect", str(chain_file), "--json")[1])
     section = report["sections"][0]
-    assert section["bytes"] == section["system_bytes"] + section["human_bytes"] + sum(p["bytes"] for p in section["pairs"])
+    pairs_bytes = sum(p["bytes"] for p in section["pairs"])
+    assert section["bytes"] == section["system_bytes"] + section["human_bytes"] + pairs_bytes
     assert report["bytes"] == sum(s["bytes"] for s in report["sections"])
 
 

@@ -4,8 +4,12 @@ Sizes follow the facts' notation: chars/4 via an explicit measure, so the number
 """
 from __future__ import annotations
 
-from summarizer.cutpoints import (drop_orphan_tool_results, find_cut_point, prune_history_for_context_share,
-                                  split_messages_by_token_share)
+from summarizer.cutpoints import (
+    drop_orphan_tool_results,
+    find_cut_point,
+    prune_history_for_context_share,
+    split_messages_by_token_share,
+)
 
 
 def chars4(message):

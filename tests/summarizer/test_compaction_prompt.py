@@ -1,17 +1,30 @@
 """The compaction prompt, identifier policy, operator instructions and the summary message (§5, §6)."""
 from __future__ import annotations
 
-from summarizer.compaction_prompt import (CHARS_PER_TOKEN_ESTIMATE, LATEST_ASK_TAG, MAX_INSTRUCTION_CHARS,
-                                          REQUIRED_HEADINGS, SPLIT_TURN_PREFIX_SENTENCE, STRICT_IDENTIFIER_GUIDANCE,
-                                          SUMMARY_INTRO,
-                                          budget_sentence, build_compaction_prompt, build_split_turn_prompt,
-                                          identifier_guidance, parse_summary_message, render_messages,
-                                          resolve_instructions, split_turn_instructions, summarization_instructions,
-                                          summary_message)
+from summarizer.compaction_prompt import (
+    CHARS_PER_TOKEN_ESTIMATE,
+    LATEST_ASK_TAG,
+    MAX_INSTRUCTION_CHARS,
+    REQUIRED_HEADINGS,
+    SPLIT_TURN_PREFIX_SENTENCE,
+    STRICT_IDENTIFIER_GUIDANCE,
+    SUMMARY_INTRO,
+    budget_sentence,
+    build_compaction_prompt,
+    build_split_turn_prompt,
+    identifier_guidance,
+    parse_summary_message,
+    render_messages,
+    resolve_instructions,
+    split_turn_instructions,
+    summarization_instructions,
+    summary_message,
+)
 
 SPAN = [{"role": "user", "content": "scan 10.0.0.5"},
         {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"cmd": "nmap 10.0.0.5"}'}}]},
+            {"id": "c1", "type": "function",
+             "function": {"name": "terminal", "arguments": '{"cmd": "nmap 10.0.0.5"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "22/tcp open ssh", "details": {"secret": "NEVER-SHOWN"}}]
 
 
@@ -30,7 +43,8 @@ def test_fact_36_policy_off_gives_nothing_or_just_the_focus():
 
 def test_fact_37_custom_text_replaces_the_strict_sentence_and_blank_custom_falls_back():
     """Fact 37: custom text replaces the strict sentence; blank custom text -> strict text."""
-    custom = summarization_instructions(identifier_policy="custom", identifier_instructions="Keep ticket IDs unchanged.")
+    custom = summarization_instructions(identifier_policy="custom",
+                                        identifier_instructions="Keep ticket IDs unchanged.")
     assert "Keep ticket IDs unchanged." in custom and STRICT_IDENTIFIER_GUIDANCE not in custom
     assert identifier_guidance("custom", "   ") == STRICT_IDENTIFIER_GUIDANCE
 

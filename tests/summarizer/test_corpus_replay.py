@@ -6,7 +6,7 @@ keeps is the summarized one, and new messages are appended to it.
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -54,7 +54,8 @@ def test_turns_cut_after_tool_rounds_and_answers():
             {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "a", "type": "function", "function": {"name": "t", "arguments": "{}"}},
                 {"id": "b", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "a", "content": "1"}, {"role": "tool", "tool_call_id": "b", "content": "2"},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "tool_call_id": "b", "content": "2"},
             {"role": "assistant", "content": "done"}]
     assert [len(b) for b in turns(msgs)] == [4, 1]
 

@@ -1,8 +1,6 @@
 """The offline extractive summarizer: what it keeps, its byte budget, both prompt layouts."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,10 +11,11 @@ from summarizer.extractive import extractive_summarize, make_extractive
 from summarizer.identifiers import extract_identifiers, missing_identifiers
 from summarizer.prompts import INSTRUCTIONS_WITH_TASKS, build_summary_prompt
 from tests.conftest import corpus_params, load_corpus
+from tests.fakes import tool_call
 
 
 def _call(call_id: str, name: str, **args: str) -> dict:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+    return tool_call(call_id, name, args)
 
 
 def _assistant(*calls: dict, content: str | None = None) -> dict:
@@ -74,7 +73,8 @@ def test_an_earlier_summary_pair_rolls_forward_with_priority():
     earlier = [
         {"role": "assistant", "content": None, "tool_calls": [_call("call_s", "execute_task_and_return_summary",
                                                                      question="delegate")]},
-        _tool("call_s", "Earlier: mysql creds dbadmin:S3cret! worked on 10.10.5.24:3306; flag stored in /root/proof.txt"),
+        _tool("call_s", "Earlier: mysql creds dbadmin:S3cret! worked on 10.10.5.24:3306; "
+              "flag stored in /root/proof.txt"),
     ]
     noisy = [_assistant(_call("call_n", "terminal", input="ls -R /")),
              _tool("call_n", "\n".join(f"/var/lib/file{i}.dat" for i in range(300)))]

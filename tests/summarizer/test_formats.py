@@ -163,6 +163,9 @@ def test_openai_reasoning_content_maps_onto_the_reasoning_key():
     ('[{"role": "user", "content": "x"}', None, "line 1"),
     ('{"type":"session"}\n{"type":"message","message":{"role":"user","content":"x"}}\n{broken\n', None, "line 3"),
     ('{"type":"session"}\n[1, 2]\n', "openclaw", "line 2"),
+    # an unknown pi content block was a NameError (an unhandled 500 in the import API) before
+    ('{"type":"session"}\n{"type":"message","message":{"role":"user","content":[{"type":"video"}]}}\n', "openclaw",
+     "line 2"),
     ([{"role": "human", "parts": [{"type": "video"}]}], "pentagi", "message 0"),
     ([{"role": "human", "text": "q"}, {"role": "wizard", "text": "x"}], "pentagi", "message 1"),
     ([{"role": "user", "content": "q"}, "not a message"], "openai", "message 1"),

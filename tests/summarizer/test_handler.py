@@ -6,7 +6,13 @@ import asyncio
 import pytest
 
 from summarizer.handler import (
-    TRUNCATION_MARKER, SummaryCache, awith_cap_and_cache, cap_input, capped_input, cached, with_cap_and_cache,
+    TRUNCATION_MARKER,
+    SummaryCache,
+    awith_cap_and_cache,
+    cached,
+    cap_input,
+    capped_input,
+    with_cap_and_cache,
 )
 
 KB = 1024

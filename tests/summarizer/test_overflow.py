@@ -4,8 +4,14 @@ from __future__ import annotations
 import pytest
 
 from summarizer.compaction_errors import CompactionFailed, OverflowRecoveryFailed, RetryableProviderError
-from summarizer.overflow import (OVERFLOW_SIGNATURES, call_with_overflow_recovery, is_compaction_failure,
-                                 is_context_overflow_error, is_retryable_provider_error, observed_token_count)
+from summarizer.overflow import (
+    OVERFLOW_SIGNATURES,
+    call_with_overflow_recovery,
+    is_compaction_failure,
+    is_context_overflow_error,
+    is_retryable_provider_error,
+    observed_token_count,
+)
 
 OVERFLOW_TEXTS = [
     "Error code: 413 - {'type': 'error', 'error': {'type': 'request_too_large'}}",
@@ -18,12 +24,14 @@ OVERFLOW_TEXTS = [
     "model token limit reached", "context window exceeds limit",
     "the request exceeds the available context size, try increasing it",
     "Trying to keep the first 9000 tokens when context the overflows. greater than the context length",
-    "ollama error: context length exceeded", "Prompt contains 40000 tokens, too large for model with 32768 maximum context length",
+    "ollama error: context length exceeded",
+    "Prompt contains 40000 tokens, too large for model with 32768 maximum context length",
     "Please reduce the length of the messages or completion.", "HTTP 413: Payload Too Large",
     "错误：上下文过长", "上下文超出限制", "请求超出最大上下文长度",
 ]
 NOT_OVERFLOW_TEXTS = [
-    "Rate limit reached for gpt-4o", "Request too large for gpt-4 on tokens per min (TPM): Limit 30000, Requested 41000",
+    "Rate limit reached for gpt-4o",
+    "Request too large for gpt-4 on tokens per min (TPM): Limit 30000, Requested 41000",
     "You exceeded your current quota, please check your plan and billing details", "insufficient_quota",
     "429 Too Many Requests", "Internal server error", "", "invalid api key", "413 but nothing else",
 ]

@@ -1,8 +1,14 @@
 """Pruning old tool results per request (compaction.md §9, acceptance facts 53-60)."""
 from __future__ import annotations
 
-from summarizer.prune import (CLEARED_PLACEHOLDER, IMAGE_PLACEHOLDER, PruneSettings, effective_prune_settings,
-                              prune_view, prune_view_report)
+from summarizer.prune import (
+    CLEARED_PLACEHOLDER,
+    IMAGE_PLACEHOLDER,
+    PruneSettings,
+    effective_prune_settings,
+    prune_view,
+    prune_view_report,
+)
 
 AGGRESSIVE = dict(mode="on", soft_trim_ratio=0.0, hard_clear_ratio=0.0, min_prunable_tool_chars=0)
 

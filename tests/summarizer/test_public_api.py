@@ -8,6 +8,8 @@ PUBLIC_NAMES = {
     "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch", "split_turns",
     "extractive_summarize", "make_extractive", "import_chain", "export_chain", "detect_format", "FormatError",
     "count_tokens", "message_tokens", "MissingEncoding",
+    "FORMATS", "content_text", "message_size", "chain_bytes", "detect_id_template", "extract_identifiers",
+    "missing_identifiers", "extract_findings", "is_estimate", "ModelInfo", "lookup_model", "window_from_models_payload",
     "fit_to_window", "FitResult", "compact_now", "overflow_compactor", "ContextTooLarge", "CompactionFailed",
     "OverflowRecoveryFailed", "RetryableProviderError", "SummarizeAborted", "retry_call", "summarize_with_fallback",
     "FitPlan", "plan_fit", "effective_reserve", "is_context_overflow_error", "observed_token_count",

@@ -6,7 +6,7 @@ import pytest
 from summarizer.chain import COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARY_PREFIX, parse_chain
 from summarizer.passes import StageError, stage_a
 from summarizer.shapes import prefixed_completion, summarization_pair
-from tests.summarizer.engine_builders import FakeSummarizer, ai, call, ctx, human, run_pass, rr, section_kinds, system
+from tests.summarizer.engine_builders import FakeSummarizer, ai, call, ctx, human, rr, run_pass, section_kinds, system
 
 
 def _two_pair_sections(count: int) -> list[dict]:

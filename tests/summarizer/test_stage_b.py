@@ -8,7 +8,16 @@ from summarizer.config import SummarizerConfig
 from summarizer.passes import StageError, last_section_split, rotate_section
 from summarizer.shapes import FAKE_SIGNATURE
 from tests.summarizer.engine_builders import (
-    FakeSummarizer, ai, call, ctx, human, rr, rr_of_size, run_pass, system, tool,
+    FakeSummarizer,
+    ai,
+    call,
+    ctx,
+    human,
+    rr,
+    rr_of_size,
+    run_pass,
+    system,
+    tool,
 )
 
 KB = 1024

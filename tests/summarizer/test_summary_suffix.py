@@ -5,22 +5,32 @@ wiring: write_summary appends the suffix to the summary the model wrote and caps
 """
 from __future__ import annotations
 
-import json
-
-from summarizer.summary_suffix import (MAX_FILE_OPS_SECTION_CHARS, PRESERVED_TURNS_HEADING, SUMMARY_TRUNCATED_MARKER,
-                                       TOOL_FAILURES_HEADING, assemble_suffix, cap_compaction_summary,
-                                       cap_preserving_suffix, collect_tool_failures, compute_file_lists,
-                                       compute_file_operations, format_file_operations,
-                                       format_preserved_turns_section, format_tool_failures_section,
-                                       resolve_quality_guard_max_retries, resolve_recent_turns_preserve,
-                                       split_preserved_recent_turns)
+from summarizer.summary_suffix import (
+    MAX_FILE_OPS_SECTION_CHARS,
+    PRESERVED_TURNS_HEADING,
+    SUMMARY_TRUNCATED_MARKER,
+    TOOL_FAILURES_HEADING,
+    assemble_suffix,
+    cap_compaction_summary,
+    cap_preserving_suffix,
+    collect_tool_failures,
+    compute_file_lists,
+    compute_file_operations,
+    format_file_operations,
+    format_preserved_turns_section,
+    format_tool_failures_section,
+    resolve_quality_guard_max_retries,
+    resolve_recent_turns_preserve,
+    split_preserved_recent_turns,
+)
 from summarizer.summary_writer import SummaryOptions, write_summary
 from summarizer.tokens import message_tokens
+from tests.fakes import tool_call
 from tests.summarizer.compact_fakes import Checkpoint
 
 
 def _call(cid: str, name: str, **args: object) -> dict:
-    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+    return tool_call(cid, name, args)
 
 
 def _calls(*calls: dict, content: str | None = None) -> dict:

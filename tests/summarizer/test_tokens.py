@@ -6,8 +6,19 @@ import pytest
 import summarizer.encodings as encodings
 from summarizer import tokens
 from summarizer.tokens import (
-    IMAGE_TOKENS_HIGH, IMAGE_TOKENS_LOW, REPLY_PRIMING_TOKENS, TOKENS_PER_MESSAGE, MissingEncoding, TokenCache,
-    TokenCounter, count_tokens, encoding_name_for, get_encoding, is_estimate, message_tokens, text_tokens,
+    IMAGE_TOKENS_HIGH,
+    IMAGE_TOKENS_LOW,
+    REPLY_PRIMING_TOKENS,
+    TOKENS_PER_MESSAGE,
+    MissingEncoding,
+    TokenCache,
+    TokenCounter,
+    count_tokens,
+    encoding_name_for,
+    get_encoding,
+    is_estimate,
+    message_tokens,
+    text_tokens,
 )
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": '{"input": "nmap 10.0.0.5"}'}}

@@ -4,10 +4,9 @@ from __future__ import annotations
 import pytest
 
 from summarizer.validate_view import InvalidView, assert_valid_view, view_problems
+from tests.fakes import tool_call
 
-
-def call(cid, name="terminal"):
-    return {"id": cid, "type": "function", "function": {"name": name, "arguments": "{}"}}
+call = tool_call
 
 
 GOOD = [

@@ -20,7 +20,8 @@ def owner_for(command: BaseCommand, username: str):
     """The user who owns the flow; created (password printed once) when missing."""
     user, password = user_ensure(username=username)
     if password is not None:
-        command.stdout.write(command.style.WARNING(f"created user '{username}' with password '{password}' (shown once)"))
+        command.stdout.write(command.style.WARNING(
+            f"created user '{username}' with password '{password}' (shown once)"))
     return user
 
 

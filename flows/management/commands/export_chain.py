@@ -6,9 +6,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from flows.engine import FORMATS, export_chain
 from flows.models import Chain
 from flows.selectors import chain_raw_messages
-from summarizer.formats import FORMATS, export_chain
 
 
 class Command(BaseCommand):

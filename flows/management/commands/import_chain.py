@@ -6,8 +6,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from flows.engine import FORMATS, FormatError
 from flows.services import AppendError, chain_import
-from summarizer.formats import FORMATS, FormatError
 
 
 class Command(BaseCommand):

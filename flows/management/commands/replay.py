@@ -14,9 +14,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from flows.demo import turn_batches
+from flows.engine import FormatError, import_chain
 from flows.models import Chain, Flow, Message
 from flows.services import AppendError, agent_create, chain_append, flow_create
-from summarizer.formats import FormatError, import_chain
 
 from .demo import embedded_worker, owner_for
 

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from flows.demo import demo_start
 from flows.services import user_ensure
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,6 @@ class Command(BaseCommand):
         return worker
 
     def _start_demo(self, user) -> None:
-        from flows.demo import demo_start
-
         try:
             flow = demo_start(owner=user)
         except Exception as exc:  # the product must still start when the demo can't

@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models import ChainView, Message, ModelWindow, Outcome, Section, SummaryEvent
-from flows.services import chain_append
-from flows.services.views import (
-    chain_compact, chain_fit, chain_preview, chain_summarize, load_state, save_view, view_current,
-)
-from tests.flows.pipeline_support import FakeSummarizer, grow, small_budgets, turn, use_summarizer
+from flows.models import ChainView, Message, ModelWindow, Outcome, SummaryEvent, ViewSection
+from flows.services import chain_append, chain_compact, chain_fit, chain_preview, chain_summarize, view_current
+from flows.services.runs import load_state, view_save
+from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, turn, use_summarizer
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +16,7 @@ def _raw(chain):
 
 
 def test_the_first_summarization_builds_a_view_of_the_raw_chain(make_chain, tool_round, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain(tool_round)
     event = chain_summarize(chain_id=chain.pk)
     view = view_current(chain=chain)
@@ -28,14 +26,14 @@ def test_the_first_summarization_builds_a_view_of_the_raw_chain(make_chain, tool
     assert view.raw_seq_to == 5
     assert event.outcome == Outcome.SKIPPED and event.calls == 0
     assert event.view_id == view.pk
-    sections = list(Section.objects.filter(view=view))
+    sections = list(ViewSection.objects.filter(view=view))
     assert len(sections) == 1
     assert sections[0].pairs[0]["raw_seqs"] == [3, 4] and sections[0].pairs[0]["view_range"] == [2, 4]
     assert sections[0].header["human_preview"] == "scan 10.0.0.5"
 
 
 def test_summarizing_again_without_new_messages_records_nothing(make_chain, tool_round, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain(tool_round)
     chain_summarize(chain_id=chain.pk)
     assert chain_summarize(chain_id=chain.pk) is None
@@ -44,7 +42,7 @@ def test_summarizing_again_without_new_messages_records_nothing(make_chain, tool
 
 
 def test_the_next_turn_is_summarized_on_top_of_the_previous_view(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = grow(make_chain(), range(1))
     chain_summarize(chain_id=chain.pk)
     first = view_current(chain=chain)
@@ -60,8 +58,8 @@ def test_the_next_turn_is_summarized_on_top_of_the_previous_view(make_chain, mon
 
 
 def test_older_sections_are_summarized_with_lineage_in_raw_seqs(make_chain, monkeypatch):
-    fake = FakeSummarizer()
-    use_summarizer(monkeypatch, fake)
+    fake = PipelineSummarizer()
+    use_summarizer(fake)
     chain = make_chain()
     small_budgets(chain)
     grow(chain, range(6))
@@ -76,11 +74,11 @@ def test_older_sections_are_summarized_with_lineage_in_raw_seqs(make_chain, monk
     assert covered == set(range(1, chain.last_seq + 1))
     assert "summary #" in event.summary_text
     assert event.covered and all(lo <= hi for lo, hi in event.covered)
-    assert any(p["summary"] for s in Section.objects.filter(view=view) for p in s.pairs)
+    assert any(p["summary"] for s in ViewSection.objects.filter(view=view) for p in s.pairs)
 
 
 def test_a_failed_summarizer_is_recorded_and_the_new_messages_still_reach_the_view(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer(fail="endpoint refused the connection"))
+    use_summarizer(PipelineSummarizer(fail="endpoint refused the connection"))
     chain = make_chain()
     small_budgets(chain)
     grow(chain, range(6))
@@ -91,11 +89,11 @@ def test_a_failed_summarizer_is_recorded_and_the_new_messages_still_reach_the_vi
 
 
 def test_a_stale_run_never_overwrites_a_newer_view(make_chain, tool_round, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain(tool_round)
     stale = load_state(chain.pk)
     chain_summarize(chain_id=chain.pk)
-    assert save_view(stale, messages=stale.messages, lineage=stale.lineage, steps=[], snapshot={},
+    assert view_save(stale, messages=stale.messages, lineage=stale.lineage, steps=[], snapshot={},
                      notify=False) is None
     assert list(ChainView.objects.filter(chain=chain).values_list("version", flat=True)) == [1]
 
@@ -109,18 +107,18 @@ def test_a_run_that_loses_the_race_starts_over_from_the_newer_view(make_chain, m
     chain = make_chain()
     small_budgets(chain)
     grow(chain, range(6))
-    inner = FakeSummarizer()
+    inner = PipelineSummarizer()
     state = {"raced": False}
 
     def racing(prompt: str) -> str:
         if not state["raced"]:
             state["raced"] = True
-            use_summarizer(monkeypatch, inner)
+            use_summarizer(inner)
             chain_append(chain=chain, messages=turn(6))
             chain_summarize(chain_id=chain.pk)
         return "outer summary"
 
-    use_summarizer(monkeypatch, racing)
+    use_summarizer(racing)
     chain_summarize(chain_id=chain.pk)
     assert state["raced"]
     versions = list(ChainView.objects.filter(chain=chain).order_by("version").values_list("version", flat=True))
@@ -132,7 +130,7 @@ def test_a_run_that_loses_the_race_starts_over_from_the_newer_view(make_chain, m
 
 
 def test_a_known_small_window_records_a_separate_window_event(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain(model_name="tiny-test-model")
     small_budgets(chain, last_sec_bytes=64 * 1024, max_bp_bytes=16 * 1024, max_qa_bytes=256 * 1024,
                   max_qa_sections=100, keep_recent_tokens=1500)
@@ -152,7 +150,7 @@ def test_a_known_small_window_records_a_separate_window_event(make_chain, monkey
 
 
 def test_an_unknown_window_skips_the_fit(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = grow(make_chain(model_name="no-such-model-anywhere"), range(3))
     assert chain_fit(chain_id=chain.pk) is not None  # the new raw messages still get a view
     assert not SummaryEvent.objects.filter(chain=chain, outcome=Outcome.OK).exists()
@@ -188,13 +186,13 @@ def test_the_preview_refuses_invalid_settings(make_chain, tool_round):
 
 def _record_broadcasts(monkeypatch) -> list[dict]:
     sent: list[dict] = []
-    monkeypatch.setattr("flows.services.views.broadcast", lambda chain_id, event: sent.append(dict(event)))
+    monkeypatch.setattr("flows.services.runs.broadcast", lambda chain_id, event: sent.append(dict(event)))
     return sent
 
 
 def test_manual_compaction_keeps_the_recent_tail_and_counts(make_chain, monkeypatch,
                                                             django_capture_on_commit_callbacks):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     sent = _record_broadcasts(monkeypatch)
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=400)
@@ -212,7 +210,7 @@ def test_manual_compaction_keeps_the_recent_tail_and_counts(make_chain, monkeypa
 
 
 def test_manual_compaction_without_a_kept_tail_is_a_hard_checkpoint(make_chain, monkeypatch):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=0)
     grow(chain, range(5))
@@ -227,7 +225,7 @@ def test_manual_compaction_without_a_kept_tail_is_a_hard_checkpoint(make_chain, 
 
 def test_with_notifications_off_the_event_is_still_recorded(make_chain, monkeypatch,
                                                             django_capture_on_commit_callbacks):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     sent = _record_broadcasts(monkeypatch)
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=400, notify_user=False)
@@ -240,13 +238,13 @@ def test_with_notifications_off_the_event_is_still_recorded(make_chain, monkeypa
 
 def test_a_failed_compaction_keeps_the_view_and_says_why(make_chain, monkeypatch,
                                                          django_capture_on_commit_callbacks):
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=400)
     grow(chain, range(5))
     chain_summarize(chain_id=chain.pk)
     before = view_current(chain=chain)
-    use_summarizer(monkeypatch, FakeSummarizer(fail="503 overloaded"))
+    use_summarizer(PipelineSummarizer(fail="503 overloaded"))
     sent = _record_broadcasts(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
         event = chain_compact(chain_id=chain.pk)
@@ -261,7 +259,7 @@ def test_hooks_get_counts_and_a_failing_hook_is_not_fatal(make_chain, monkeypatc
                                                           django_capture_on_commit_callbacks):
     from flows.signals import after_compaction, before_compaction
 
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     seen: list[tuple[str, dict]] = []
 
     def broken(**kwargs):
@@ -294,7 +292,7 @@ def test_hooks_get_counts_and_a_failing_hook_is_not_fatal(make_chain, monkeypatc
 
 def test_an_overflow_forces_a_compaction_even_when_our_count_says_it_fits(make_chain, monkeypatch):
     """Overflow recovery (§4): the provider's observed token count wins over our estimate."""
-    use_summarizer(monkeypatch, FakeSummarizer())
+    use_summarizer(PipelineSummarizer())
     chain = make_chain(model_name="tiny-test-model")
     small_budgets(chain, last_sec_bytes=64 * 1024, max_bp_bytes=16 * 1024, max_qa_bytes=256 * 1024,
                   max_qa_sections=100, keep_recent_tokens=1000)

@@ -1,12 +1,14 @@
-"""Writes of the model's view: summarize after a turn, fit to the window, preview settings (nothing saved).
+"""The run machinery every write of the model's view shares: load the state, record events, save the view.
 
-Theory of operation. The raw chain is append-only; the view is PentAGI's summarized chain. A run reads the
-newest view and the raw messages newer than it, feeds *view + new raw* to the engine (lineage in raw seqs),
-then fits the result to the model's window when the window is known. Everything slow happens outside any
-transaction; the save is one short transaction that re-checks `chain.view_version` under a row lock, so a
-run whose base view went stale never overwrites the newer one: it starts over from the newer view (at most
-MAX_SAVE_ATTEMPTS times). A failed summarizer still gets the new raw messages into a new view, unsummarized
-(the model must always see them), and the failure is recorded on the event.
+Theory of operation. The raw chain is append-only; the view is PentAGI's summarized chain. A run (a
+summarization, a window fit or a compaction, in the modules above this one) reads the newest view and the raw
+messages newer than it (`load_state`), feeds *view + new raw* to the engine (lineage in raw seqs), and saves
+the result with `view_save`. Everything slow happens outside any transaction; the save is one short
+transaction that re-checks `chain.view_version` under a row lock, so a run whose base view went stale never
+overwrites the newer one: it starts over from the newer view (at most MAX_SAVE_ATTEMPTS times). A failed
+summarizer still gets the new raw messages into a new view, unsummarized (the model must always see them),
+and the failure is recorded on the event. After commit the page hears `view.updated` and, for compactions,
+the hooks and `compaction.*` events run.
 """
 from __future__ import annotations
 
@@ -19,14 +21,28 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from flows.engine import effective_reserve
 from flows.events import broadcast
-from flows.models import Chain, ChainView, Message, Outcome, Section, SummarizerSettings, SummaryEvent, Trigger
+from flows.models import (
+    Chain,
+    ChainView,
+    Flow,
+    Message,
+    Outcome,
+    SummarizerSettings,
+    SummaryEvent,
+    Trigger,
+    ViewSection,
+)
+from flows.providers import model_window_for
 from flows.services import view_records as records
+from flows.settings_registry import settings_for
+from flows.signals import after_compaction, send_hook
 
 __all__ = [
-    "MAX_SAVE_ATTEMPTS", "ChainState", "RunStep", "chain_summarize", "chain_fit", "view_current", "load_state",
-    "save_view", "event_start", "event_finish", "fail_event", "window_for", "hook_after_payload",
-    "chain_compact", "chain_request_compaction", "chain_preview", "create_view", "after_save",
+    "MAX_SAVE_ATTEMPTS", "COMPACTION_TRIGGERS", "ChainState", "RunStep", "load_state", "view_current",
+    "window_for", "elapsed_ms", "event_start", "event_finish", "event_fail", "view_save", "view_create",
+    "hook_after_payload", "on_view_saved",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,8 +97,6 @@ class RunStep:
 
 
 def load_state(chain_id: int) -> ChainState:
-    from flows.settings_registry import settings_for
-
     chain = Chain.objects.select_related("agent__flow").get(pk=chain_id)
     view = ChainView.objects.filter(chain_id=chain_id).order_by("-version").first()
     raw_seq_to = view.raw_seq_to if view else 0
@@ -98,12 +112,8 @@ def view_current(*, chain: Chain) -> ChainView | None:
     return ChainView.objects.filter(chain=chain).order_by("-version").first()
 
 
-def window_for(*, flow: Any, row: SummarizerSettings) -> tuple[int, int] | None:
+def window_for(*, flow: Flow, row: SummarizerSettings) -> tuple[int, int] | None:
     """(window tokens, reserve tokens) of the flow's model, or None when the window is unknown (step skipped)."""
-    from flows.providers import model_window_for
-
-    from summarizer.compact import effective_reserve
-
     window, max_output, _source = model_window_for(flow=flow)
     if not window:
         return None
@@ -112,7 +122,7 @@ def window_for(*, flow: Any, row: SummarizerSettings) -> tuple[int, int] | None:
     return window, effective_reserve(window, given, flow.model_name or None)
 
 
-def _elapsed_ms(started: float) -> int:
+def elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
@@ -160,7 +170,7 @@ def event_finish(step: RunStep, *, chain: Chain, snapshot: dict[str, Any], raw_s
     return event
 
 
-def fail_event(event: SummaryEvent, reason: str) -> SummaryEvent:
+def event_fail(event: SummaryEvent, reason: str) -> SummaryEvent:
     """Close an event whose run could not save (stale base, vanished chain); its view stays as it was."""
     SummaryEvent.objects.filter(pk=event.pk, outcome=Outcome.RUNNING).update(
         outcome=Outcome.SKIPPED if "superseded" in reason else Outcome.FAILED, reason=reason[:2000],
@@ -171,7 +181,7 @@ def fail_event(event: SummaryEvent, reason: str) -> SummaryEvent:
 
 # ----------------------------------------------------------------------------------------------- saving
 
-def save_view(state: ChainState, *, messages: list[Message_], lineage: list[list[int]], steps: list[RunStep],
+def view_save(state: ChainState, *, messages: list[Message_], lineage: list[list[int]], steps: list[RunStep],
               snapshot: dict[str, Any], notify: bool, write_view: bool = True) -> list[SummaryEvent] | None:
     """One transaction: new view version + sections + the steps' events. None when the base went stale."""
     model = state.model or None
@@ -181,8 +191,8 @@ def save_view(state: ChainState, *, messages: list[Message_], lineage: list[list
             return None
         view = None
         if write_view:
-            view = create_view(chain, messages, lineage, raw_seq_to=state.raw_seq_to, snapshot=snapshot,
-                                model=model)
+            view = view_create(chain, messages, lineage, raw_seq_to=state.raw_seq_to, snapshot=snapshot,
+                               model=model)
         compacted = sum(1 for s in steps if s.trigger in COMPACTION_TRIGGERS and s.outcome == Outcome.OK)
         if write_view or compacted:
             Chain.objects.filter(pk=chain.pk).update(
@@ -192,20 +202,22 @@ def save_view(state: ChainState, *, messages: list[Message_], lineage: list[list
                   for s in steps]
         _close_interrupted(chain, keep={e.pk for e in events})
         count = chain.compactions + compacted
-        hooks = [hook_after_payload(s, e) for s, e in zip(steps, events) if s.trigger in COMPACTION_TRIGGERS]
-        transaction.on_commit(lambda: after_save(chain.pk, view, events, count, notify, hooks), robust=True)
+        hooks = [hook_after_payload(s, e) for s, e in zip(steps, events, strict=False)
+                 if s.trigger in COMPACTION_TRIGGERS]
+        transaction.on_commit(lambda: on_view_saved(chain.pk, view, events, count, notify, hooks), robust=True)
     return events
 
 
-def create_view(chain: Chain, messages: list[Message_], lineage: list[list[int]], *, raw_seq_to: int,
-                 snapshot: dict[str, Any], model: str | None) -> ChainView:
+def view_create(chain: Chain, messages: list[Message_], lineage: list[list[int]], *, raw_seq_to: int,
+                snapshot: dict[str, Any], model: str | None) -> ChainView:
     view = ChainView.objects.create(
         chain=chain, version=chain.view_version + 1, messages=messages, lineage=lineage,
         raw_seq_from=min((s for lin in lineage for s in lin), default=0), raw_seq_to=raw_seq_to,
         byte_size=records.view_bytes(messages), token_count=records.view_tokens(messages, model=model),
         settings_snapshot=snapshot)
-    Section.objects.bulk_create([
-        Section(view=view, index=rec["index"], header=rec["header"], pairs=rec["pairs"], byte_size=rec["byte_size"])
+    ViewSection.objects.bulk_create([
+        ViewSection(view=view, index=rec["index"], header=rec["header"], pairs=rec["pairs"],
+                    byte_size=rec["byte_size"])
         for rec in records.section_records(messages, lineage)])
     return view
 
@@ -224,10 +236,8 @@ def hook_after_payload(step: RunStep, event: SummaryEvent) -> dict[str, Any]:
             "message_count": len(step.after), "token_count": event.tokens_after, "compacted_count": left}
 
 
-def after_save(chain_id: int, view: ChainView | None, events: list[SummaryEvent], compactions: int,
+def on_view_saved(chain_id: int, view: ChainView | None, events: list[SummaryEvent], compactions: int,
                 notify: bool, hooks: list[dict[str, Any]]) -> None:
-    from flows.signals import after_compaction, send_hook
-
     for payload in hooks:
         send_hook(after_compaction, **payload)
     if view is not None:
@@ -238,128 +248,3 @@ def after_save(chain_id: int, view: ChainView | None, events: list[SummaryEvent]
         for event in events:
             if event.trigger in COMPACTION_TRIGGERS:
                 _announce(event, compactions)
-
-
-# ----------------------------------------------------------------------------------------------- summarize
-
-def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
-    from flows.llm import summarize_callable_for
-    from flows.settings_registry import summarizer_config_for
-    from summarizer.summarize import summarize_chain
-
-    started, before = time.monotonic(), state.messages
-    result = summarize_chain(before, summarizer_config_for(state.row),
-                             summarize_callable_for(flow=state.chain.agent.flow, event=event),
-                             id_template=state.chain.tool_call_id_template or None, lineage_in=state.lineage)
-    tokens_before = records.view_tokens(before, model=state.model)
-    step = RunStep(trigger=event.trigger, outcome=Outcome.OK, event=event, before=before, calls=result.calls,
-                   duration_ms=_elapsed_ms(started), tokens_before=tokens_before)
-    if result.error:
-        step.outcome, step.reason = Outcome.FAILED, f"summarizer error: {result.error}"
-        step.after, step.lineage, step.tokens_after = before, state.lineage, tokens_before
-        return step
-    step.after, step.lineage = result.messages, [list(x) for x in result.lineage]
-    step.tokens_after = records.view_tokens(step.after, model=state.model)
-    if result.calls == 0:
-        step.outcome, step.reason = Outcome.SKIPPED, "within the summarizer's byte budgets: nothing summarized"
-    return step
-
-
-def fit_step(state: ChainState, messages: list[Message_], lineage: list[list[int]], *, trigger: str,
-             snapshot: dict[str, Any], force: bool = False, observed_tokens: int | None = None) -> RunStep | None:
-    """Fit `messages` to the model's window; None when the window is unknown or it already fits."""
-    from flows.services.compaction import hook_before, run_fit
-
-    window = window_for(flow=state.chain.agent.flow, row=state.row)
-    if window is None or not state.row.compaction_enabled:
-        return None
-    window_tokens, reserve = window
-    tokens = observed_tokens or records.view_tokens(messages, model=state.model)
-    if not force and tokens + reserve <= window_tokens:
-        return None
-    event = event_start(chain=state.chain, trigger=trigger, snapshot=snapshot, notify=state.row.notify_user)
-    hook_before(state, event, messages, tokens)
-    return run_fit(state, event, messages, lineage, window_tokens=window_tokens, tokens_before=tokens,
-                   observed_tokens=observed_tokens)
-
-
-def chain_summarize(*, chain_id: int, trigger: str = Trigger.TURN) -> SummaryEvent | None:
-    """Summarize the view after a turn (then fit it to the window). None when there was nothing new."""
-    from flows.services.compaction import byte_guard_due, chain_guard
-    from flows.settings_registry import settings_values
-
-    event = None
-    for _attempt in range(MAX_SAVE_ATTEMPTS):
-        state = load_state(chain_id)
-        if byte_guard_due(state):
-            guard = chain_guard(state=state)
-            if guard.outcome == Outcome.OK:
-                return guard
-            state = load_state(chain_id)  # failed guard recorded; the turn is still summarized as usual
-        if not state.new_raw and trigger == Trigger.TURN:
-            return fail_event(event, "superseded: a newer view already holds these messages") if event else None
-        snapshot = settings_values(state.row)
-        event = event or event_start(chain=state.chain, trigger=trigger, snapshot=snapshot, notify=False)
-        steps = [_summarize_step(state, event)]
-        view, lineage = steps[0].after, steps[0].lineage
-        if steps[0].outcome != Outcome.FAILED:
-            fit = fit_step(state, view, lineage, trigger=Trigger.WINDOW, snapshot=snapshot)
-            if fit is not None:
-                steps.append(fit)
-                if fit.outcome == Outcome.OK:
-                    view, lineage = fit.after, fit.lineage
-        saved = save_view(state, messages=view, lineage=lineage, steps=steps, snapshot=snapshot,
-                          notify=state.row.notify_user)
-        if saved is not None:
-            return saved[0]
-        for step in steps[1:]:
-            fail_event(step.event, "superseded: a newer view was saved meanwhile")
-    return fail_event(event, "superseded: the view kept changing; the next turn will retry") if event else None
-
-
-def chain_fit(*, chain_id: int, trigger: str = Trigger.WINDOW,
-              observed_tokens: int | None = None) -> SummaryEvent | None:
-    """Fit the current view to the window (on demand, or forced after a context-overflow error)."""
-    from flows.settings_registry import settings_values
-
-    for _attempt in range(MAX_SAVE_ATTEMPTS):
-        state = load_state(chain_id)
-        snapshot = settings_values(state.row)
-        forced = trigger == Trigger.OVERFLOW
-        step = fit_step(state, state.messages, state.lineage, trigger=trigger, snapshot=snapshot, force=forced,
-                        observed_tokens=observed_tokens)
-        if step is None:
-            if not state.new_raw:
-                return None
-            step = RunStep(trigger=trigger, outcome=Outcome.SKIPPED, reason="fits the window (or window unknown)",
-                           before=state.messages, after=state.messages, lineage=state.lineage)
-        ok = step.outcome == Outcome.OK
-        saved = save_view(state, messages=step.after if ok else state.messages,
-                          lineage=step.lineage if ok else state.lineage, steps=[step], snapshot=snapshot,
-                          notify=state.row.notify_user, write_view=ok or bool(state.new_raw))
-        if saved is not None:
-            return saved[0]
-        if step.event is not None:
-            fail_event(step.event, "superseded: a newer view was saved meanwhile")
-    return None
-
-
-def chain_compact(*, chain_id: int, instructions: str = "", event_id: int | None = None) -> SummaryEvent:
-    """Compact now (runs in the caller; the API should queue it with `chain_request_compaction`)."""
-    from flows.services.compaction import chain_compact as compact
-
-    return compact(chain_id=chain_id, instructions=instructions, event_id=event_id)
-
-
-def chain_request_compaction(*, chain: Chain, instructions: str = "", user: Any = None) -> SummaryEvent:
-    """Create the RUNNING manual compaction event and queue `compact_chain_task` on commit."""
-    from flows.services.compaction import chain_request_compaction as request
-
-    return request(chain=chain, instructions=instructions, user=user)
-
-
-def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
-    """The view `settings` would give on the chain's raw messages (extractive summarizer; nothing saved)."""
-    from flows.services.preview import chain_preview as preview
-
-    return preview(chain=chain, settings=settings)

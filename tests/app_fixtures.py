@@ -1,19 +1,22 @@
-"""Fixtures for the Django app's tests: users, authenticated API clients, and flow/agent/chain factories.
+"""Fixtures for the Django app's tests (flows, reliability, security), loaded once by tests/conftest.py.
 
-Kept general on purpose: other test modules build on `user`, `other_user`, `staff_user`, `api_client`
-(bearer token), `session_client` (logged-in browser, CSRF enforced), `make_flow`, `make_agent`, `make_chain`
-and `tool_round` (a small valid chain with one tool round).
+Kept general on purpose: test modules build on `user`, `other_user`, `staff_user`, `api_client` (bearer
+token), `session_client` (logged-in browser, CSRF enforced), `make_flow`, `make_agent`, `make_chain` and
+`tool_round` (a small valid chain with one tool round).
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from django.test import Client
 
 from flows.models import Agent, Chain, Flow
-from flows.services import agent_create, api_token_create, chain_append, flow_create
+from flows.services import agent_create, api_token_create, chain_append, flow_create, set_summarizer_factory
+from tests.fakes import tool_call
+from tests.flows.llm_fakes import FakeEndpoint, running_endpoint
 
 PASSWORD = "correct-horse-battery-1"
 
@@ -32,6 +35,26 @@ class JsonClient(Client):
 
     def put(self, path, data=None, **extra):  # type: ignore[override]
         return self._json(super().put, path, data, **extra)
+
+
+@pytest.fixture(autouse=True)
+def default_summarizer_after_each_test() -> Iterator[None]:
+    """A test may install its own summarize callable (`use_summarizer`); the next test starts from the default."""
+    yield
+    set_summarizer_factory(None)
+
+
+@pytest.fixture
+def fake_endpoint() -> Iterator[FakeEndpoint]:
+    """A scripted OpenAI-compatible endpoint on 127.0.0.1 for one test (tests/flows/llm_fakes.py)."""
+    with running_endpoint() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Tests make many users; the production hasher's deliberate slowness would dominate the suite's time."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -101,7 +124,7 @@ def make_chain(make_agent) -> Callable[..., Chain]:
 
 
 def call(call_id: str, name: str = "terminal", arguments: str = '{"input": "nmap 10.0.0.5"}') -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return tool_call(call_id, name, arguments)
 
 
 @pytest.fixture

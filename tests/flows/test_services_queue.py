@@ -1,0 +1,53 @@
+"""flows.services.queue and flows.services.summarizers: the two seams between the services and the rest."""
+from __future__ import annotations
+
+import pytest
+from celery import current_app
+from django.db import transaction
+
+from flows import tasks
+from flows.llm import summarize_callable_for
+from flows.services import set_summarizer_factory, use_summarizer_factory
+from flows.services.queue import SUMMARIZE_CHAIN, TASK_NAMES, enqueue, enqueue_on_commit
+from flows.services.summarizers import summarizer_for
+
+
+def test_every_queued_name_is_a_registered_task():
+    registered = {task.name for task in (tasks.summarize_chain_task, tasks.compact_chain_task, tasks.fit_chain_task)}
+    assert set(TASK_NAMES) == registered
+    assert all(name in current_app.tasks for name in TASK_NAMES)
+
+
+def test_an_unknown_task_name_is_refused_before_anything_is_queued():
+    with pytest.raises(ValueError, match="unknown task"):
+        enqueue("flows.no_such_task", 1)
+    with pytest.raises(ValueError, match="unknown task"):
+        enqueue_on_commit("flows.no_such_task", 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_is_queued_only_when_the_transaction_commits(monkeypatch):
+    queued: list[tuple[int, ...]] = []
+    monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *args: queued.append(args))
+    with transaction.atomic():
+        enqueue_on_commit(SUMMARIZE_CHAIN, 7)
+        assert queued == []
+    assert queued == [(7,)]
+    with pytest.raises(RuntimeError), transaction.atomic():
+        enqueue_on_commit(SUMMARIZE_CHAIN, 8)
+        raise RuntimeError("rolled back")
+    assert queued == [(7,)]
+
+
+def test_runs_use_the_installed_summarizer_and_the_default_comes_back():
+    seen: list[dict[str, object]] = []
+
+    def factory(**kwargs: object):
+        seen.append(kwargs)
+        return lambda prompt: "fake summary"
+
+    with use_summarizer_factory(factory):
+        assert summarizer_for(flow=None, event=None, purpose="compaction")("prompt") == "fake summary"
+    assert seen == [{"flow": None, "event": None, "purpose": "compaction"}]
+    previous = set_summarizer_factory(None)
+    assert previous is summarize_callable_for
