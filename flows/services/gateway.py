@@ -16,7 +16,14 @@ from flows.events import ChainRewrittenEvent, broadcast
 from flows.models import Agent, Chain, Flow, Outcome, SummaryEvent, Trigger
 from flows.models.chains import AGENT_TYPES
 from flows.services.compaction import active_bytes
-from flows.services.gateway_threads import Match, best_match, extend_hash, prefix_hashes, root_index
+from flows.services.gateway_threads import (
+    EMPTY_HASH,
+    Match,
+    best_match,
+    extend_hash,
+    prefix_hashes,
+    root_index,
+)
 from flows.services.history import MAX_BATCH_MESSAGES, AppendError, agent_create, chain_append, flow_create
 
 __all__ = ["MAX_THREAD_ATTEMPTS", "ChainNotFound", "ThreadResult", "gateway_thread", "gateway_answer_append"]
@@ -83,6 +90,8 @@ def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | Non
         known = set(hashes)
         candidates = [(pk, head, seq) for pk, head, seq, last in chains.filter(root_hash__in={root, hashes[0]})
                       .values_list("pk", "head_hash", "head_seq", "last_seq") if seq == last and head in known]
+        if pinned_chain_id is not None:  # a pinned agent whose chain is still empty takes the whole request
+            candidates += [(pk, EMPTY_HASH, 0) for pk in chains.filter(last_seq=0).values_list("pk", flat=True)]
         match = best_match(hashes, candidates)
         try:
             if match is not None:
@@ -102,12 +111,13 @@ def _extend(match: Match, messages: list[Msg], hashes: list[str]) -> ThreadResul
     new = messages[match.known:]
     with transaction.atomic():
         chain = Chain.objects.select_for_update().get(pk=match.chain_id)
-        expected = hashes[match.known - 1]
+        expected = hashes[match.known - 1] if match.known else EMPTY_HASH
         if not chain.is_active or chain.head_hash != expected or chain.head_seq != chain.last_seq:
             raise _HeadMoved(chain.pk)
         if new:
             _append_all(chain, new)
-            Chain.objects.filter(pk=chain.pk).update(head_hash=hashes[-1], head_seq=chain.last_seq)
+            Chain.objects.filter(pk=chain.pk).update(head_hash=hashes[-1], head_seq=chain.last_seq,
+                                                     root_hash=hashes[root_index(messages)])
     return ThreadResult(chain=chain, appended=len(new), head_hash=hashes[-1])
 
 

@@ -70,7 +70,7 @@ class Match:
 
 def best_match(hashes: list[str], candidates: list[tuple[int, str, int]]) -> Match | None:
     """The longest chain whose raw history is a prefix of the request: candidates are (id, head_hash, seq)."""
-    position = {h: i + 1 for i, h in enumerate(hashes)}
+    position = {EMPTY_HASH: 0, **{h: i + 1 for i, h in enumerate(hashes)}}
     best: Match | None = None
     for chain_id, head_hash, head_seq in candidates:
         known = position.get(head_hash)

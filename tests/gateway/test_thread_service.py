@@ -69,3 +69,20 @@ def test_other_users_identical_histories_never_share_a_chain(user: Any, django_u
     mine = gateway_thread(user=user, messages=BASE)
     theirs = gateway_thread(user=django_user_model.objects.create_user("twin", password="x"), messages=BASE)
     assert mine.chain.pk != theirs.chain.pk
+
+
+def test_a_pinned_empty_chain_takes_the_whole_request(user: Any) -> None:
+    from flows.services.history import agent_create, flow_create
+
+    agent = agent_create(flow=flow_create(owner=user, title="made by the API"), agent_type="pentester")
+    empty = agent.chains.get(is_active=True)
+    result = gateway_thread(user=user, messages=BASE, pinned_chain_id=empty.pk)
+    assert result.chain.pk == empty.pk and result.appended == 2 and result.rewritten_from is None
+    assert gateway_thread(user=user, messages=BASE + [{"role": "assistant", "content": "a"}]).chain.pk == empty.pk
+
+
+def test_an_empty_chain_is_not_matched_unless_pinned(user: Any) -> None:
+    from flows.services.history import agent_create, flow_create
+
+    agent = agent_create(flow=flow_create(owner=user, title="made by the API"), agent_type="pentester")
+    assert gateway_thread(user=user, messages=BASE).chain.agent_id != agent.pk
