@@ -32,6 +32,11 @@ def _tool_pairs_valid(messages: list[dict[str, Any]]) -> bool:
     return True
 
 
+def _pairing(messages: list[dict[str, Any]]) -> list[tuple[str, str | None, list[str]]]:
+    """Roles and call ids, to see a broken pairing in the failure message."""
+    return [(m["role"], m.get("tool_call_id"), [c["id"] for c in m.get("tool_calls") or []]) for m in messages]
+
+
 def _raw_messages(gateway: Gateway, chain_id: int) -> list[dict[str, Any]]:
     return [{k: m.get(k) for k in ("role", "content", "tool_calls", "tool_call_id")}
             for m in gateway.chain(chain_id)["raw"]]
@@ -53,7 +58,7 @@ def test_a_20_turn_agent_stays_in_one_chain_and_every_request_fits(gateway: Gate
     for request in sent:
         messages = request["body"]["messages"]
         assert count_tokens(messages, model="gpt-4o") <= WINDOW_TOKENS
-        assert _tool_pairs_valid(messages)
+        assert _tool_pairs_valid(messages), _pairing(messages)
         assert request["auth"] == f"Bearer {UPSTREAM_KEY}"  # the agent never sees the upstream key
     raw = _raw_messages(gateway, chain_ids[0])
     assert [_normal(m) for m in raw] == [_normal(m) for m in history]  # every message once, in order
