@@ -18,6 +18,7 @@ from flows.models import (
     Chain,
     ChainView,
     Flow,
+    GatewayCall,
     LLMCall,
     MemoryNote,
     Message,
@@ -97,6 +98,13 @@ class SummaryEventAdmin(ReadOnlyAdmin):
     list_display = ["id", "chain", "trigger", "outcome", "bytes_before", "bytes_after", "tokens_before",
                     "tokens_after", "calls", "duration_ms", "created_at"]
     list_filter = ["trigger", "outcome"]
+
+
+@admin.register(GatewayCall)
+class GatewayCallAdmin(ReadOnlyAdmin):
+    list_display = ["id", "chain", "mode", "model", "status", "http_status", "attempts", "sent_message_count",
+                    "latency_ms", "cost_usd", "created_at"]
+    list_filter = ["mode", "status", "stream"]
 
 
 @admin.register(LLMCall)

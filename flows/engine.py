@@ -39,8 +39,10 @@ from summarizer import (
     message_size,
     message_tokens,
     missing_identifiers,
+    observed_token_count,
     parse_bool,
     parse_chain,
+    prune_view,
     register_compaction_provider,
     registered_compaction_providers,
     summarize_chain,
@@ -61,7 +63,9 @@ __all__ = [
     # summarize callables: the offline summarizer, caching and input caps
     "make_extractive", "SummaryCache", "cap_input", "with_ledger",
     # provider errors the engine understands
-    "RetryableProviderError", "is_context_overflow_error",
+    "RetryableProviderError", "is_context_overflow_error", "observed_token_count",
+    # per-request pruning of old tool results (the gateway)
+    "prune_view",
     # tokens and the model catalog
     "count_tokens", "message_tokens", "is_estimate", "ModelInfo", "lookup_model", "window_from_models_payload",
     # identifiers (memory notes, preview retention)

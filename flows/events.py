@@ -22,8 +22,9 @@ from flows.relay import relay_current
 
 __all__ = [
     "MessageAppendedEvent", "ViewUpdatedEvent", "CompactionStartedEvent", "CompactionCompletedEvent",
-    "CompactionFailedEvent", "ChainEvent", "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES",
-    "group_name", "broadcast", "bind_event_loop",
+    "CompactionFailedEvent", "GatewayCallEvent", "GatewayCallDeltaEvent", "ChainRewrittenEvent", "ChainEvent",
+    "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES", "group_name", "broadcast", "abroadcast",
+    "bind_event_loop",
 ]
 
 log = logging.getLogger(__name__)
@@ -75,11 +76,55 @@ class CompactionFailedEvent(TypedDict):
     reason: str
 
 
+class GatewayCallEvent(TypedDict):
+    """A model call through the gateway (`/v1/chat/completions`): started, retried after an overflow, finished."""
+
+    type: Literal["gateway.call.started", "gateway.call.retried", "gateway.call.finished"]
+    chain_id: int
+    call_id: int
+    mode: str  # observe | manage
+    model: str
+    stream: bool
+    status: str  # running | ok | upstream_error | failed | cancelled
+    http_status: int
+    sent_message_count: int
+    sent_tokens: int  # our estimate of what went upstream
+    attempts: int
+    latency_ms: int
+    first_byte_ms: int | None
+    response_seq: int | None  # raw seq of the appended answer
+    usage: dict[str, Any] | None  # the provider's usage object
+    cost_usd: float
+    error: str
+
+
+class GatewayCallDeltaEvent(TypedDict):
+    """Text of a streamed answer as it arrives (throttled; the finished event carries the whole answer's seq)."""
+
+    type: Literal["gateway.call.delta"]
+    chain_id: int
+    call_id: int
+    text: str
+
+
+class ChainRewrittenEvent(TypedDict):
+    """The agent resent a rewritten history: the chain continues in `successor_id` (sent to both chains)."""
+
+    type: Literal["chain.rewritten"]
+    chain_id: int
+    successor_id: int
+    event_id: int
+    messages_before: int
+    messages_after: int
+
+
 # Named *Event so that `CompactionFailedEvent` (a live notice) is never confused with the engine's exception
 # `summarizer.CompactionFailed`.
 ChainEvent = (MessageAppendedEvent | ViewUpdatedEvent | CompactionStartedEvent | CompactionCompletedEvent
-              | CompactionFailedEvent)
-EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.failed")
+              | CompactionFailedEvent | GatewayCallEvent | GatewayCallDeltaEvent | ChainRewrittenEvent)
+EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.failed",
+               "gateway.call.started", "gateway.call.retried", "gateway.call.finished", "gateway.call.delta",
+               "chain.rewritten")
 
 
 class AppendedUpToEvent(TypedDict):
@@ -155,4 +200,16 @@ def broadcast(chain_id: int, event: ChainEvent) -> None:
             return
         _send(layer, group_name(chain_id), {"type": "chain.event", "event": dict(event)})
     except Exception:  # a dead Redis must not turn an append into an error; the page catches up by seq
+        log.warning("broadcast of %s to chain %s failed", event["type"], chain_id, exc_info=True)
+
+
+async def abroadcast(chain_id: int, event: ChainEvent) -> None:
+    """`broadcast` for code already on the event loop (the gateway's streaming answers); also best effort."""
+    assert event["type"] in EVENT_TYPES, event["type"]
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group_name(chain_id), {"type": "chain.event", "event": dict(event)})
+    except Exception:
         log.warning("broadcast of %s to chain %s failed", event["type"], chain_id, exc_info=True)

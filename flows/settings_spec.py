@@ -21,6 +21,7 @@ AGENT, ASSISTANT = PROFILES = ("agent", "assistant")  # the keys of every Settin
 KB = 1024
 IDENTIFIER_POLICIES = ("strict", "off", "custom")
 PRUNING_MODES = ("off", "on")
+GATEWAY_MODES = ("manage", "observe")
 ASSISTANT_COMPACTION_PREFIX = "ASSISTANT_"
 
 
@@ -77,6 +78,12 @@ COMPACTION_SETTINGS: tuple[SettingSpec, ...] = (
                 "Comma-separated tool name globs that may be pruned; empty = all.", max_length=500),
     _compaction("prune_tools_deny", "str", "",
                 "Comma-separated tool name globs never pruned; deny wins.", max_length=500),
+    SettingSpec("gateway_mode", "choice",
+                {AGENT: "GATEWAY_MODE", ASSISTANT: ASSISTANT_COMPACTION_PREFIX + "GATEWAY_MODE"},
+                {AGENT: "manage", ASSISTANT: "manage"},
+                "What /v1/chat/completions forwards: 'manage' the summarized view fitted to the window, 'observe' "
+                "the agent's request untouched; a request may override it with the X-Gateway-Mode header.",
+                "", None, None, "compaction", GATEWAY_MODES, 8),
 )
 
 SETTINGS_FIELDS: tuple[SettingSpec, ...] = (*SUMMARIZER_SETTINGS, *COMPACTION_SETTINGS)

@@ -12,5 +12,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("v1/", include("flows.gateway.urls")),  # the OpenAI-compatible gateway
     path("", include("flows.urls")),
 ]

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "flows.demo_tools", "flows.settings_spec", "flows.text_input",
                     "flows.relay")),
     ("domain", ("flows.settings_registry", "flows.settings_env", "flows.plugins", "flows.providers",
-                "flows.selectors", "flows.selectors_pages",
+                "flows.selectors", "flows.selectors_pages", "flows.selectors_gateway",
                 "flows.llm")),
     ("services", ("flows.services",)),
     ("entry points", ("flows.tasks", "flows.api", "flows.views", "flows.forms", "flows.admin", "flows.consumers",
@@ -36,8 +36,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # Inside flows/services the pipeline runs one way: a module imports only modules of a lower rank.
 SERVICE_RANKS: dict[str, int] = {
     "view_records": 0, "queue": 0, "summarizers": 0, "memory": 0, "settings": 0, "users": 0, "windows": 0,
-    "history": 1, "recovery": 1, "preview_cache": 1, "replay": 2,
-    "runs": 2, "fitting": 3, "compaction": 4, "summarization": 5, "preview": 5, "": 6,
+    "gateway_threads": 0, "history": 1, "recovery": 1, "preview_cache": 1, "replay": 2,
+    "runs": 2, "fitting": 3, "compaction": 4, "summarization": 5, "preview": 5,
+    "gateway": 5, "gateway_calls": 6, "": 7,
 }
 
 

@@ -16,6 +16,7 @@ from .chains import (
     Trigger,
     ViewSection,
 )
+from .gateway import CallStatus, GatewayCall, GatewayMode
 from .providers import ApiToken, LLMCall, ModelWindow, ProviderConfig, ProviderKind, hash_token
 from .settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerSettings
 
@@ -23,5 +24,5 @@ __all__ = [
     "AGENT_TYPES", "ROLES", "Agent", "AppendOnlyError", "Chain", "ChainView", "Flow", "FlowStatus", "MemoryNote",
     "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall", "ModelWindow",
     "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode", "SettingsChange",
-    "SummarizerSettings",
+    "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode",
 ]

@@ -78,6 +78,11 @@ class Chain(models.Model):
     last_seq = models.IntegerField(default=0, help_text="seq of the newest raw message (0 = empty)")
     view_version = models.IntegerField(default=0, help_text="version of the newest ChainView")
     compactions = models.IntegerField(default=0)
+    # The gateway threads requests into chains by hashing messages (flows/gateway/threads.py): the rolling hash
+    # of the raw chain up to `head_seq`, and of its messages up to the first user message.
+    head_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    head_seq = models.IntegerField(default=0)
+    root_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -181,6 +186,7 @@ class Trigger(models.TextChoices):
     OVERFLOW = "overflow"
     MANUAL = "manual"
     BYTE_GUARD = "byte-guard"
+    CLIENT_REWRITE = "client-rewrite"  # the agent resent a rewritten history (its own summarization)
 
 
 class Outcome(models.TextChoices):

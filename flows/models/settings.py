@@ -88,6 +88,9 @@ class SummarizerSettings(models.Model):
     prune_tools_allow = setting_field("prune_tools_allow")
     prune_tools_deny = setting_field("prune_tools_deny")
 
+    # --- The gateway (/v1/chat/completions) ---
+    gateway_mode = setting_field("gateway_mode")
+
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")

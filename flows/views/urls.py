@@ -1,7 +1,7 @@
 """Page routes (included by flows/urls.py at the site root)."""
 from django.urls import path
 
-from . import chain, chain_extras, compact, flow_detail, flows_list, relay, settings_page, upload
+from . import chain, chain_extras, compact, flow_detail, flows_list, gateway_call, relay, settings_page, upload
 
 urlpatterns = [
     path("", flows_list.flows_list_page, name="flows-list"),
@@ -14,6 +14,7 @@ urlpatterns = [
     path("chains/<int:chain_id>/download/<str:fmt>/", chain_extras.chain_download, name="chain-download"),
     path("chains/<int:chain_id>/events/<int:event_id>/", chain_extras.chain_event_page, name="chain-event"),
     path("chains/<int:chain_id>/views/", chain_extras.chain_views_page, name="chain-views"),
+    path("chains/<int:chain_id>/calls/<int:call_id>/", gateway_call.gateway_call_page, name="gateway-call"),
     path("chains/<int:chain_id>/compact/", compact.chain_compact_page, name="chain-compact"),
     path("settings/", settings_page.settings_page, name="settings"),
     path("settings/export.env", settings_page.settings_export, name="settings-export"),

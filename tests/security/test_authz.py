@@ -8,7 +8,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
 
-from flows.models import ChainView, SummaryEvent
+from flows.models import ChainView, GatewayCall, SummaryEvent
 from flows.services import api_token_create
 from pentagi_web.asgi import application
 from tests.reliability.invariants import row_counts
@@ -24,7 +24,9 @@ def alices(make_chain, tool_round) -> dict[str, int]:
     ChainView.objects.create(chain=chain, version=1, messages=tool_round, lineage=[[i + 1] for i in range(5)],
                              raw_seq_to=5)
     event = SummaryEvent.objects.create(chain=chain, trigger="turn", outcome="ok")
-    return {"flow_id": chain.agent.flow_id, "chain_id": chain.pk, "seq": 1, "event_id": event.pk, "fmt": "openai"}
+    call = GatewayCall.objects.create(chain=chain, user=chain.agent.flow.owner, model="m", sent_raw_seq_to=5)
+    return {"flow_id": chain.agent.flow_id, "chain_id": chain.pk, "seq": 1, "event_id": event.pk, "fmt": "openai",
+            "call_id": call.pk}
 
 
 def _object_paths(ids: dict[str, int]) -> list[str]:

@@ -1,0 +1,144 @@
+"""Gateway overhead: added latency per call against calling the same instant upstream directly.
+
+Starts an instant OpenAI-compatible upstream on loopback and a real `manage.py run --no-demo` (SQLite, embedded
+worker) through bench/server_harness.py. The upstream is a named, non-default provider ("bench-up"), so the
+product's own summaries use the offline extractive summarizer. For chains of 10, 200 and 2,000 messages and
+each mode, an agent resends its growing history (answer + a new user message per call, as real agents do);
+the same bodies go straight to the upstream in the same run. Prints p50/p99 of both and of the difference, and
+the time to the first streamed byte. Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40]
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from server_harness import HOST, Server  # noqa: E402
+
+SIZES = (10, 200, 2000)
+MODES = ("observe", "manage")
+ANSWER = {"role": "assistant", "content": "Noted; continuing with the next host."}
+
+
+class Instant(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body.get("stream"):
+            chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ANSWER["content"]}}]},
+                      {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+            payload = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+            content_type = "text/event-stream"
+        else:
+            payload = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"], "choices": [
+                {"index": 0, "message": ANSWER, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+            content_type = "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def history(size: int, tag: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": f"You are a pentester ({tag})."},
+                                 {"role": "user", "content": f"Assess 10.10.5.23 ({tag})"}]
+    i = 0
+    while len(out) < size - 1:
+        out.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function",
+                    "function": {"name": "terminal", "arguments": json.dumps({"cmd": f"nmap -p {i} 10.10.5.23"})}}]})
+        out.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"{i}/tcp open http Apache 2.4.{i % 60} " * 6})
+        i += 1
+    out.append({"role": "user", "content": "Continue."})
+    return out[:size]
+
+
+def post(conn: http.client.HTTPConnection, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[
+        float, float]:
+    """(total seconds, seconds to the first body byte)."""
+    started = time.perf_counter()
+    conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json", **headers})
+    response = conn.getresponse()
+    response.read(1)
+    first = time.perf_counter() - started
+    rest = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"{path}: HTTP {response.status}: {rest[:300]!r}")
+    return time.perf_counter() - started, first
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] * 1000
+
+
+def run_case(server: Server, upstream_port: int, size: int, mode: str, calls: int, stream: bool) -> dict[str, Any]:
+    tag = f"{size}-{mode}-{stream}-{time.monotonic_ns()}"
+    messages = history(size, tag)
+    gw = http.client.HTTPConnection(HOST, server.port, timeout=120)
+    up = http.client.HTTPConnection(HOST, upstream_port, timeout=120)
+    headers = {"Authorization": f"Bearer {server.token}", "X-Gateway-Mode": mode}
+    base = {"model": "bench-up/bench-model", "stream": stream}
+    post(gw, "/v1/chat/completions", {**base, "messages": messages}, headers)  # creates the chain (not timed)
+    gateway, direct, gw_first, up_first = [], [], [], []
+    for n in range(calls):
+        messages = messages + [ANSWER, {"role": "user", "content": f"Next step {n}."}]
+        total, first = post(gw, "/v1/chat/completions", {**base, "messages": messages}, headers)
+        gateway.append(total)
+        gw_first.append(first)
+        total, first = post(up, "/v1/chat/completions", {**base, "model": "bench-model", "messages": messages}, {})
+        direct.append(total)
+        up_first.append(first)
+    gw.close()
+    up.close()
+    return {"size": size, "mode": mode, "stream": stream, "gw50": pct(gateway, 0.5), "gw99": pct(gateway, 0.99),
+            "up50": pct(direct, 0.5), "up99": pct(direct, 0.99),
+            "add50": pct(gateway, 0.5) - pct(direct, 0.5), "add99": pct(gateway, 0.99) - pct(direct, 0.99),
+            "ttfb50": pct(gw_first, 0.5), "up_ttfb50": pct(up_first, 0.5)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=40, help="timed calls per case (default 40)")
+    args = parser.parse_args()
+    upstream = ThreadingHTTPServer((HOST, 0), Instant)
+    upstream.daemon_threads = True
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    port = upstream.server_address[1]
+    for key in ("LLM_SERVER_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        os.environ.pop(key, None)
+    rows = []
+    with Server(db="sqlite", layer="embedded") as server:
+        server._manage("shell", "-c", "from flows.models import ProviderConfig; ProviderConfig.objects.create("
+                       f"name='bench-up', kind='openai', base_url='http://{HOST}:{port}/v1')")
+        for size in SIZES:
+            for mode in MODES:
+                rows.append(run_case(server, port, size, mode, args.calls, stream=False))
+                print(f"done {size} {mode}", file=sys.stderr, flush=True)
+        for mode in MODES:
+            rows.append(run_case(server, port, 200, mode, args.calls, stream=True))
+    upstream.shutdown()
+    print("| messages | mode | stream | gateway p50 / p99 ms | direct p50 / p99 ms | added p50 / p99 ms "
+          "| first byte p50 ms (gateway / direct) |")
+    print("|---:|---|---|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['size']:,} | {r['mode']} | {'yes' if r['stream'] else 'no'} | {r['gw50']:.1f} / {r['gw99']:.1f} "
+              f"| {r['up50']:.1f} / {r['up99']:.1f} | {r['add50']:.1f} / {r['add99']:.1f} "
+              f"| {r['ttfb50']:.1f} / {r['up_ttfb50']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

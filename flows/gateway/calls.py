@@ -1,0 +1,192 @@
+"""One call end to end, after `routing.prepare_call`: forward, recover from overflows, answer, record.
+
+Observe mode forwards the agent's body byte for byte (only the model is rewritten when it carried our
+`provider/` prefix); manage mode forwards the prepared view. Either way a context-overflow error from the
+upstream is compacted (forced, with the token count the error reports) and retried at most
+MAX_OVERFLOW_RETRIES times; every other error status passes through untouched. The answer is appended to the
+chain only when it arrived complete and the chain has not moved meanwhile: nothing is ever half-written.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+from asgiref.sync import sync_to_async
+
+from flows.engine import is_context_overflow_error, observed_token_count, validate_messages
+from flows.events import abroadcast
+from flows.gateway import upstream
+from flows.gateway.routing import PreparedCall
+from flows.gateway.sse import Assembler, EventSplitter, event_data
+from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable
+from flows.models import CallStatus, GatewayMode
+from flows.services.gateway import gateway_answer_append
+from flows.services.gateway_calls import gateway_call_finish, gateway_call_retried, gateway_overflow_compact
+
+__all__ = ["MAX_OVERFLOW_RETRIES", "DELTA_INTERVAL_SECONDS", "upstream_body", "open_upstream", "complete",
+           "stream_events", "finish"]
+
+MAX_OVERFLOW_RETRIES = 3
+DELTA_INTERVAL_SECONDS = 0.25  # live text of a streaming call reaches the page at most 4 times a second
+
+
+def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A stored message as the upstream accepts it (PentAGI's `reasoning` extension is ours, not the wire's)."""
+    return {k: v for k, v in message.items() if k != "reasoning"}
+
+
+def upstream_body(request: ChatRequest, prepared: PreparedCall, messages: list[dict[str, Any]] | None) -> bytes:
+    """Bytes to send: the agent's own body in observe mode (unless retried), else the body with our messages."""
+    if messages is None and prepared.model == request.model:
+        return request.raw
+    body = {**request.body, "model": prepared.model}
+    if messages is not None:
+        body["messages"] = [_wire_message(m) for m in messages]
+    if request.stream and prepared.mode == GatewayMode.MANAGE:
+        body["stream_options"] = {**(request.body.get("stream_options") or {}), "include_usage": True}
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+async def finish(prepared: PreparedCall, started: float, *, status: str, http_status: int,
+                 first_byte_ms: int | None = None, answer: dict[str, Any] | None = None,
+                 usage: dict[str, Any] | None = None, error: str = "") -> None:
+    """Append a complete answer (if any) and close the call record; shielded from the agent hanging up."""
+    def run() -> None:
+        seq = None
+        if answer is not None:
+            seq = gateway_answer_append(chain_id=prepared.chain.pk, expected_head=prepared.head_hash,
+                                        message=answer)
+        gateway_call_finish(call=prepared.call, status=status, http_status=http_status,
+                            latency_ms=_elapsed_ms(started), first_byte_ms=first_byte_ms, response=answer,
+                            response_seq=seq, usage=usage,
+                            error=error or ("" if answer is None or seq is not None else
+                                            "answer not appended: the chain moved on during the call"))
+
+    await asyncio.shield(sync_to_async(run)())
+
+
+async def open_upstream(request: ChatRequest, prepared: PreparedCall, deadline: float) -> httpx2.Response:
+    """The upstream response with a success status (headers read), after at most 3 overflow retries."""
+    first = prepared.sent.messages if prepared.mode == GatewayMode.MANAGE else None
+    body = upstream_body(request, prepared, first)
+    for attempt in range(MAX_OVERFLOW_RETRIES + 1):
+        async with asyncio.timeout_at(deadline):
+            response = await upstream.open_chat(prepared.provider, body)
+            if response.status_code < 400:
+                return response
+            try:
+                raw = await response.aread()
+            finally:
+                await response.aclose()
+        text = raw.decode("utf-8", "replace")
+        if attempt == MAX_OVERFLOW_RETRIES or not is_context_overflow_error(text):
+            raise _passthrough(response.status_code, raw)
+        sent = await sync_to_async(gateway_overflow_compact)(chain_id=prepared.chain.pk,
+                                                              observed_tokens=observed_token_count(text))
+        retry = upstream_body(request, prepared, sent.messages)
+        if retry == body:  # the compaction could not shrink it: the same request would fail the same way
+            raise _passthrough(response.status_code, raw)
+        await sync_to_async(gateway_call_retried)(call=prepared.call, sent=sent, error=text)
+        body = retry
+    raise AssertionError("unreachable")
+
+
+def _passthrough(status: int, raw: bytes) -> GatewayError:
+    """The upstream's error as it came when it is OpenAI error JSON, else wrapped in one; same status."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        return GatewayError(status, str(parsed["error"].get("message", "")), type_="upstream_error", body=raw)
+    text = raw.decode("utf-8", "replace")[:2000] or f"HTTP {status}"
+    return GatewayError(status, f"upstream error: {text}", type_="upstream_error", code="upstream_error")
+
+
+async def complete(request: ChatRequest, prepared: PreparedCall, started: float) -> bytes:
+    """Non-streaming: the upstream's JSON body (forwarded as it came) once it is a valid completion."""
+    deadline = asyncio.get_running_loop().time() + prepared.provider.timeout_seconds
+    try:
+        response = await open_upstream(request, prepared, deadline)
+        async with asyncio.timeout_at(deadline):
+            try:
+                raw = await response.aread()
+            finally:
+                await response.aclose()
+    except (httpx2.HTTPError, TimeoutError) as exc:
+        raise upstream.upstream_error(exc) from None
+    answer, usage = _parse_completion(raw)
+    await finish(prepared, started, status=CallStatus.OK, http_status=200, first_byte_ms=_elapsed_ms(started),
+                 answer=answer, usage=usage)
+    return raw
+
+
+def _parse_completion(raw: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    try:
+        parsed = json.loads(raw)
+        message = parsed["choices"][0]["message"]
+        answer = storable({**message, "role": "assistant"}, 0)
+        validate_messages([answer])
+    except Exception:
+        raise GatewayError(502, "the upstream answered something that is not a chat completion",
+                           type_="server_error", code="upstream_garbage") from None
+    usage = parsed.get("usage")
+    return answer, usage if isinstance(usage, dict) else None
+
+
+async def stream_events(request: ChatRequest, prepared: PreparedCall, response: httpx2.Response,
+                        started: float, deadline: float) -> AsyncIterator[bytes]:
+    """Forward SSE events as they arrive, assembling the answer; a broken stream ends with an error event."""
+    splitter, assembler = EventSplitter(), Assembler()
+    first_byte, last_delta, sent_text = None, time.monotonic(), 0
+    status, error = CallStatus.FAILED, "the upstream closed the stream before [DONE]"
+    try:
+        async with asyncio.timeout_at(deadline):
+            async for chunk in response.aiter_raw():
+                for event in splitter.feed(chunk):
+                    data = event_data(event)
+                    parsed = assembler.feed(data) if data is not None else None
+                    if _hidden_usage_chunk(request, prepared, parsed):
+                        continue
+                    first_byte = first_byte if first_byte is not None else _elapsed_ms(started)
+                    yield event
+                if time.monotonic() - last_delta >= DELTA_INTERVAL_SECONDS:
+                    sent_text, last_delta = await _send_delta(prepared, assembler, sent_text), time.monotonic()
+        if assembler.done:
+            status, error = CallStatus.OK, ""
+    except (asyncio.CancelledError, GeneratorExit):
+        status, error = CallStatus.CANCELLED, "the agent hung up before the answer was complete"
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        error = f"the upstream sent a malformed stream: {exc}"[:500]
+    except (httpx2.HTTPError, TimeoutError) as exc:
+        error = upstream.upstream_error(exc).message
+    finally:
+        await response.aclose()
+        answer = assembler.message() if status == CallStatus.OK else None
+        await finish(prepared, started, status=status, http_status=200, first_byte_ms=first_byte,
+                     answer=answer, usage=assembler.usage, error=error)
+    if status != CallStatus.OK:
+        yield b"data: " + error_body(error, "server_error", "upstream_stream_broken") + b"\n\n"
+
+
+def _hidden_usage_chunk(request: ChatRequest, prepared: PreparedCall, chunk: dict[str, Any] | None) -> bool:
+    """The usage-only chunk we asked for in manage mode, which an agent that did not ask must not see."""
+    return (chunk is not None and prepared.mode == GatewayMode.MANAGE and not request.wants_usage
+            and not chunk.get("choices") and "usage" in chunk)
+
+
+async def _send_delta(prepared: PreparedCall, assembler: Assembler, sent_text: int) -> int:
+    text = "".join(assembler.text)
+    if len(text) > sent_text:
+        await abroadcast(prepared.chain.pk, {"type": "gateway.call.delta", "chain_id": prepared.chain.pk,
+                                             "call_id": prepared.call.pk, "text": text[sent_text:]})
+    return len(text)

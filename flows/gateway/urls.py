@@ -1,0 +1,9 @@
+"""Gateway routes, mounted at /v1/ by the project urls (OpenAI clients append /chat/completions to base_url)."""
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("chat/completions", views.chat_completions, name="gateway-chat-completions"),
+    path("models", views.models, name="gateway-models"),
+]

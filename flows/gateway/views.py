@@ -1,0 +1,122 @@
+"""The ASGI endpoints: `POST /v1/chat/completions` and `GET /v1/models` (async views; ORM work in one thread hop)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from flows.gateway import calls, upstream
+from flows.gateway.routing import PreparedCall, authenticate_bearer, chain_headers, prepare_call
+from flows.gateway.wire import GatewayError, parse_chat_request
+from flows.models import CallStatus, ProviderConfig, ProviderKind
+from flows.providers import model_window_for, provider_for
+
+__all__ = ["chat_completions", "models"]
+
+JSON = "application/json"
+
+
+def _error(exc: GatewayError) -> HttpResponse:
+    response = HttpResponse(exc.payload(), status=exc.status, content_type=JSON)
+    for key, value in exc.headers.items():
+        response[key] = value
+    return response
+
+
+def _method_not_allowed(allowed: str) -> HttpResponse:
+    exc = GatewayError(405, f"use {allowed}", code="method_not_allowed")
+    response = _error(exc)
+    response["Allow"] = allowed
+    return response
+
+
+@csrf_exempt
+async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    if request.method != "POST":
+        return _method_not_allowed("POST")
+    started = time.monotonic()
+    try:
+        headers = dict(request.headers)
+        user = await sync_to_async(authenticate_bearer)(headers)  # before parsing: strangers learn nothing
+        chat = parse_chat_request(request.body)
+        prepared = await sync_to_async(prepare_call)(user, headers, chat)
+    except GatewayError as exc:
+        return _error(exc)
+    ids = chain_headers(prepared.chain)
+    try:
+        if not chat.stream:
+            body = await calls.complete(chat, prepared, started)
+            return _with_headers(HttpResponse(body, content_type=JSON), ids)
+        deadline = asyncio.get_running_loop().time() + prepared.provider.timeout_seconds
+        response = await calls.open_upstream(chat, prepared, deadline)
+    except GatewayError as exc:
+        await _failed(prepared, started, exc)
+        exc.headers = ids
+        return _error(exc)
+    except asyncio.CancelledError:
+        await calls.finish(prepared, started, status=CallStatus.CANCELLED, http_status=499,
+                           error="the agent hung up before the answer")
+        raise
+    stream = StreamingHttpResponse(calls.stream_events(chat, prepared, response, started, deadline),
+                                   content_type="text/event-stream")
+    stream["Cache-Control"] = "no-cache"
+    stream["X-Accel-Buffering"] = "no"
+    return _with_headers(stream, ids)
+
+
+def _with_headers(response: Any, headers: dict[str, str]) -> Any:
+    for key, value in headers.items():
+        response[key] = value
+    return response
+
+
+async def _failed(prepared: PreparedCall, started: float, exc: GatewayError) -> None:
+    status = CallStatus.UPSTREAM_ERROR if exc.type == "upstream_error" else CallStatus.FAILED
+    await calls.finish(prepared, started, status=status, http_status=exc.status, error=exc.message)
+
+
+def _providers() -> list[ProviderConfig]:
+    return [p for p in ProviderConfig.objects.filter(kind=ProviderKind.OPENAI).order_by("-is_default", "name")]
+
+
+def _window(model: str) -> int | None:
+    return model_window_for(model=model, discover=False)[0]
+
+
+@csrf_exempt
+async def models(request: HttpRequest) -> HttpResponse:
+    """The upstream models with the window we know; a non-default provider's models carry its name as prefix."""
+    if request.method != "GET":
+        return _method_not_allowed("GET")
+    try:
+        await sync_to_async(authenticate_bearer)(dict(request.headers))
+        providers = await sync_to_async(_default_first)()
+        data: list[dict[str, Any]] = []
+        for index, provider in enumerate(providers):
+            try:
+                listed = await upstream.list_models(provider)
+            except GatewayError:
+                if index == 0:
+                    raise
+                continue  # another provider being down must not hide the default's models
+            for item in listed:
+                window = await sync_to_async(_window)(item["id"])
+                prefix = "" if index == 0 else provider.name + "/"
+                data.append({**item, "id": prefix + item["id"], "context_window": window})
+    except GatewayError as exc:
+        return _error(exc)
+    return HttpResponse(json.dumps({"object": "list", "data": data}), content_type=JSON)
+
+
+def _default_first() -> list[ProviderConfig]:
+    default = provider_for()
+    rest = [p for p in _providers() if default is None or p.pk != default.pk]
+    head = [default] if default is not None and default.kind == ProviderKind.OPENAI else []
+    if not head and not rest:
+        raise GatewayError(503, "no upstream model endpoint is configured", type_="server_error", code="no_upstream")
+    return head + rest

@@ -1,0 +1,89 @@
+"""The OpenAI Chat Completions wire format: parse a request body, build OpenAI error JSON.
+
+Only what the gateway needs is interpreted (`model`, `messages`, `stream`, `stream_options`); every other field
+(tools, tool_choice, response_format, sampling parameters, vendor extensions) is passed through untouched.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MAX_BODY_BYTES", "GatewayError", "ChatRequest", "parse_chat_request", "error_body", "storable"]
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+_KEEP_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning")
+
+
+class GatewayError(Exception):
+    """An error the agent gets as OpenAI error JSON with `status`."""
+
+    def __init__(self, status: int, message: str, *, type_: str = "invalid_request_error", code: str | None = None,
+                 body: bytes | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.type, self.code = status, message, type_, code
+        self.body = body  # an upstream's own error body, passed through as it came
+        self.headers: dict[str, str] = {}  # X-Chain-Id / X-Flow-Id once the request is threaded
+
+    def payload(self) -> bytes:
+        return self.body if self.body is not None else error_body(self.message, self.type, self.code)
+
+
+def error_body(message: str, type_: str = "invalid_request_error", code: str | None = None) -> bytes:
+    return json.dumps({"error": {"message": message, "type": type_, "code": code, "param": None}}).encode()
+
+
+@dataclass
+class ChatRequest:
+    body: dict[str, Any]
+    raw: bytes
+    model: str
+    messages: list[dict[str, Any]]  # storable form (see `storable`)
+    stream: bool
+
+    @property
+    def wants_usage(self) -> bool:
+        options = self.body.get("stream_options")
+        return isinstance(options, dict) and options.get("include_usage") is True
+
+
+def storable(message: Any, index: int) -> dict[str, Any]:
+    """The message as the chain stores it: known keys only, nulls dropped, `developer` read as `system`.
+
+    SDKs echo assistant messages back with extra nulls (`refusal`, `audio`, `function_call`); dropping them
+    makes the resent history hash equal to what was stored.
+    """
+    if not isinstance(message, dict):
+        raise GatewayError(400, f"messages[{index}] must be an object", code="invalid_message")
+    out = {k: message[k] for k in _KEEP_KEYS if message.get(k) is not None}
+    if out.get("role") == "developer":
+        out["role"] = "system"
+    if out.get("tool_calls") == []:
+        del out["tool_calls"]
+    if out.get("role") == "assistant" and "content" not in out:
+        out["content"] = None
+    out.setdefault("content", None)
+    return out
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    if len(raw) > MAX_BODY_BYTES:
+        raise GatewayError(413, f"request body over {MAX_BODY_BYTES} bytes", code="request_too_large")
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GatewayError(400, f"the body is not valid JSON: {exc}", code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise GatewayError(400, "the body must be a JSON object", code="invalid_json")
+    model, messages, stream = body.get("model"), body.get("messages"), body.get("stream", False)
+    if not isinstance(model, str) or not model.strip():
+        raise GatewayError(400, "'model' must be a non-empty string", code="invalid_model")
+    if not isinstance(messages, list) or not messages:
+        raise GatewayError(400, "'messages' must be a non-empty list", code="invalid_messages")
+    if not isinstance(stream, bool):
+        raise GatewayError(400, "'stream' must be a boolean", code="invalid_stream")
+    if "stream_options" in body and body["stream_options"] is not None and not isinstance(body["stream_options"],
+                                                                                           dict):
+        raise GatewayError(400, "'stream_options' must be an object", code="invalid_stream_options")
+    return ChatRequest(body=body, raw=raw, model=model.strip(), stream=stream,
+                       messages=[storable(m, i) for i, m in enumerate(messages)])

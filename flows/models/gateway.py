@@ -1,0 +1,63 @@
+"""What the gateway (`/v1/chat/completions`) records: one row per model call made through it."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from .chains import SAFE_JSON, Chain
+
+
+class GatewayMode(models.TextChoices):
+    OBSERVE = "observe", "observe: forward the request untouched, record everything"
+    MANAGE = "manage", "manage: forward the summarized view fitted to the window"
+
+
+class CallStatus(models.TextChoices):
+    RUNNING = "running"
+    OK = "ok"
+    UPSTREAM_ERROR = "upstream_error"  # the upstream answered with an error status (passed through)
+    FAILED = "failed"  # the upstream was down, too slow, answered garbage or closed mid-stream
+    CANCELLED = "cancelled"  # the agent hung up before the answer was complete
+
+
+class GatewayCall(models.Model):
+    """One model call through the gateway: what went upstream, what came back, usage, cost and latency.
+
+    `sent_messages` is empty when what went upstream is exactly a stored state: the view version
+    `sent_view_version` followed by the raw messages up to `sent_raw_seq_to` (manage mode), or the raw chain up
+    to `sent_raw_seq_to` (observe mode, `sent_view_version` null). Otherwise (pruned, retried after an overflow)
+    it holds the exact list, so "sent to the model" is always reproducible.
+    """
+
+    chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="gateway_calls")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    provider = models.ForeignKey("flows.ProviderConfig", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    model = models.CharField(max_length=200, blank=True, default="")
+    mode = models.CharField(max_length=8, choices=GatewayMode.choices, default=GatewayMode.MANAGE)
+    stream = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=CallStatus.choices, default=CallStatus.RUNNING)
+    http_status = models.IntegerField(default=0, help_text="status returned to the agent")
+    request_messages = models.IntegerField(default=0, help_text="messages in the agent's request")
+    appended = models.IntegerField(default=0, help_text="new raw messages the request added to the chain")
+    sent_view_version = models.IntegerField(null=True, blank=True)
+    sent_raw_seq_to = models.IntegerField(default=0)
+    sent_messages = models.JSONField(null=True, blank=True, **SAFE_JSON)
+    sent_message_count = models.IntegerField(default=0)
+    sent_tokens = models.IntegerField(default=0, help_text="our estimate of the prompt tokens sent upstream")
+    response_message = models.JSONField(null=True, blank=True, **SAFE_JSON)
+    response_seq = models.IntegerField(null=True, blank=True, help_text="raw seq of the appended answer")
+    usage = models.JSONField(null=True, blank=True, help_text="the provider's usage object")
+    cost_usd = models.FloatField(default=0.0)
+    attempts = models.IntegerField(default=1, help_text="upstream requests (more than 1 after overflow retries)")
+    latency_ms = models.IntegerField(default=0)
+    first_byte_ms = models.IntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["chain_id", "id"]
+
+    def __str__(self) -> str:
+        return f"gateway call #{self.pk} ({self.mode}, {self.status})"

@@ -1,0 +1,186 @@
+"""Writes of the gateway: thread a request into a chain, prepare what goes upstream, record the call.
+
+Threading (`gateway_thread`) is all or nothing: under a row lock the matched chain's head hash is checked
+again, so two requests racing for one chain never interleave their messages; the loser threads again and,
+its history no longer being a prefix, continues in a successor chain ("client rewrote its history").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from flows.events import ChainRewrittenEvent, broadcast
+from flows.models import Agent, Chain, Flow, Outcome, SummaryEvent, Trigger
+from flows.models.chains import AGENT_TYPES
+from flows.services.compaction import active_bytes
+from flows.services.gateway_threads import (
+    EMPTY_HASH,
+    Match,
+    best_match,
+    extend_hash,
+    prefix_hashes,
+    root_index,
+)
+from flows.services.history import MAX_BATCH_MESSAGES, AppendError, agent_create, chain_append, flow_create
+
+__all__ = ["MAX_THREAD_ATTEMPTS", "ChainNotFound", "ThreadResult", "gateway_thread", "gateway_answer_append"]
+
+MAX_THREAD_ATTEMPTS = 3
+TITLE_CHARS = 80
+
+Msg = dict[str, Any]
+
+
+def _append_all(chain: Chain, messages: list[Msg]) -> None:
+    """chain_append in batches of its maximum (a first request may carry a long history); call in a transaction."""
+    for offset in range(0, len(messages), MAX_BATCH_MESSAGES):
+        try:
+            chain_append(chain=chain, messages=messages[offset:offset + MAX_BATCH_MESSAGES])
+        except AppendError as exc:
+            if exc.index is None or not offset:
+                raise
+            raise AppendError(exc.code, exc.reason, index=exc.index + offset, field=exc.field, status=exc.status,
+                              extra=exc.extra) from None
+
+
+class ChainNotFound(LookupError):
+    """An X-Chain-Id that is not one of the token owner's chains."""
+
+
+class _HeadMoved(Exception):
+    """The matched chain changed between matching and locking: match again."""
+
+
+@dataclass
+class ThreadResult:
+    chain: Chain
+    appended: int
+    head_hash: str
+    rewritten_from: int | None = None  # the chain this request's rewritten history replaces
+
+
+def _title(messages: list[Msg]) -> str:
+    for message in messages:
+        if message["role"] == "user" and isinstance(message.get("content"), str) and message["content"].strip():
+            return " ".join(message["content"].split())[:TITLE_CHARS]
+    return "Gateway agent"
+
+
+def _owned_chains(user: Any, pinned: int | None) -> Any:
+    chains = Chain.objects.filter(agent__flow__owner=user, is_active=True)
+    if pinned is None:
+        return chains
+    pin = Chain.objects.filter(pk=pinned, agent__flow__owner=user).values_list("agent_id", flat=True).first()
+    if pin is None:
+        raise ChainNotFound(pinned)
+    return chains.filter(agent_id=pin)
+
+
+def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | None = None,
+                   agent_type: str = "primary_agent", model_name: str = "") -> ThreadResult:
+    """Append the request's new messages to the chain it continues (or a successor, or a new chain)."""
+    hashes = prefix_hashes(messages)
+    root = hashes[root_index(messages)]
+    for _attempt in range(MAX_THREAD_ATTEMPTS):
+        chains = _owned_chains(user, pinned_chain_id)
+        # A chain that is a prefix of the request shares its root: one indexed lookup, whatever the history.
+        known = set(hashes)
+        candidates = [(pk, head, seq) for pk, head, seq, last in chains.filter(root_hash__in={root, hashes[0]})
+                      .values_list("pk", "head_hash", "head_seq", "last_seq") if seq == last and head in known]
+        if pinned_chain_id is not None:  # a pinned agent whose chain is still empty takes the whole request
+            candidates += [(pk, EMPTY_HASH, 0) for pk in chains.filter(last_seq=0).values_list("pk", flat=True)]
+        match = best_match(hashes, candidates)
+        try:
+            if match is not None:
+                return _extend(match, messages, hashes)
+            previous = chains.filter(root_hash=root).order_by("-updated_at", "-pk").first()
+            if previous is None and pinned_chain_id is not None:
+                previous = chains.order_by("-pk").first()
+            if previous is not None:
+                return _rewrite(previous, messages, hashes, root)
+        except _HeadMoved:
+            continue
+        return _create(user, messages, hashes, root, agent_type, model_name)
+    raise _HeadMoved("the chain kept changing under this request")
+
+
+def _extend(match: Match, messages: list[Msg], hashes: list[str]) -> ThreadResult:
+    new = messages[match.known:]
+    with transaction.atomic():
+        chain = Chain.objects.select_for_update().get(pk=match.chain_id)
+        expected = hashes[match.known - 1] if match.known else EMPTY_HASH
+        if not chain.is_active or chain.head_hash != expected or chain.head_seq != chain.last_seq:
+            raise _HeadMoved(chain.pk)
+        if new:
+            _append_all(chain, new)
+            Chain.objects.filter(pk=chain.pk).update(head_hash=hashes[-1], head_seq=chain.last_seq,
+                                                     root_hash=hashes[root_index(messages)])
+    return ThreadResult(chain=chain, appended=len(new), head_hash=hashes[-1])
+
+
+def _set_head(chain: Chain, hashes: list[str], root: str) -> None:
+    Chain.objects.filter(pk=chain.pk).update(head_hash=hashes[-1], head_seq=chain.last_seq, root_hash=root)
+
+
+def _create(user: Any, messages: list[Msg], hashes: list[str], root: str, agent_type: str,
+            model_name: str) -> ThreadResult:
+    with transaction.atomic():
+        flow = flow_create(owner=user, title=_title(messages), model_name=model_name)
+        agent = agent_create(flow=flow, agent_type=agent_type if agent_type in AGENT_TYPES else "primary_agent")
+        chain = agent.chains.get(is_active=True)
+        _append_all(chain, messages)
+        _set_head(chain, hashes, root)
+    return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1])
+
+
+def _rewrite(previous: Chain, messages: list[Msg], hashes: list[str], root: str) -> ThreadResult:
+    """Archive `previous` unchanged and continue in a successor holding the rewritten history."""
+    with transaction.atomic():
+        old = Chain.objects.select_for_update().get(pk=previous.pk)
+        if not old.is_active:
+            raise _HeadMoved(old.pk)
+        Chain.objects.filter(pk=old.pk).update(is_active=False, updated_at=timezone.now())
+        chain = Chain.objects.create(agent_id=old.agent_id, parent=old, compactions=old.compactions,
+                                     tool_call_id_template=old.tool_call_id_template)
+        _append_all(chain, messages)
+        _set_head(chain, hashes, root)
+        event = _rewrite_event(old, chain, len(messages))
+        transaction.on_commit(lambda: _announce_rewrite(old, chain, event.pk, len(messages)), robust=True)
+    return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1], rewritten_from=old.pk)
+
+
+def _announce_rewrite(old: Chain, chain: Chain, event_id: int, kept: int) -> None:
+    """Both chains' pages learn where the history went on."""
+    for chain_id in (old.pk, chain.pk):
+        event: ChainRewrittenEvent = {"type": "chain.rewritten", "chain_id": chain_id, "successor_id": chain.pk,
+                                      "event_id": event_id, "messages_before": old.last_seq, "messages_after": kept}
+        broadcast(chain_id, event)
+
+
+def _rewrite_event(old: Chain, chain: Chain, kept: int) -> SummaryEvent:
+    now = timezone.now()
+    return SummaryEvent.objects.create(
+        chain=chain, trigger=Trigger.CLIENT_REWRITE, outcome=Outcome.OK, raw_seq_to=chain.last_seq,
+        reason=f"the agent rewrote its history (its own summarization): {old.last_seq} messages in chain "
+               f"#{old.pk} became {kept}; continued in successor chain #{chain.pk}",
+        bytes_before=active_bytes(old), bytes_after=active_bytes(chain), model=_flow_of(chain).model_name,
+        finished_at=now)
+
+
+def _flow_of(chain: Chain) -> Flow:
+    return Agent.objects.select_related("flow").get(pk=chain.agent_id).flow
+
+
+def gateway_answer_append(*, chain_id: int, expected_head: str, message: Msg) -> int | None:
+    """Append the model's answer; None (nothing written) when the chain moved on meanwhile."""
+    with transaction.atomic():
+        chain = Chain.objects.select_for_update().get(pk=chain_id)
+        if not chain.is_active or chain.head_hash != expected_head or chain.head_seq != chain.last_seq:
+            return None
+        chain_append(chain=chain, messages=[message])
+        Chain.objects.filter(pk=chain.pk).update(head_hash=extend_hash(expected_head, message),
+                                                 head_seq=chain.last_seq)
+    return chain.last_seq

@@ -1,0 +1,133 @@
+"""Writes of one gateway call: the view sent in manage mode, the call record and its live events."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from flows.engine import count_tokens, prune_view
+from flows.events import broadcast
+from flows.models import Chain, ChainView, GatewayCall, Message, ProviderConfig, PruningMode, Trigger
+from flows.services.fitting import chain_fit
+from flows.services.runs import load_state, window_for
+from flows.services.summarization import chain_summarize
+
+__all__ = ["SentMessages", "gateway_view_prepare", "gateway_overflow_compact", "gateway_call_start",
+           "gateway_call_retried", "gateway_call_finish", "call_cost"]
+
+Msg = dict[str, Any]
+
+
+@dataclass
+class SentMessages:
+    """What goes upstream and how to find it again (see GatewayCall)."""
+
+    messages: list[Msg]
+    view_version: int | None
+    raw_seq_to: int
+    exact: bool  # False: `messages` differ from the stored state referenced, so the call stores them
+
+
+def _state_messages(chain_id: int, *, prune: bool) -> SentMessages:
+
+    state = load_state(chain_id)
+    messages = state.messages
+    window = window_for(flow=state.chain.agent.flow, row=state.row) if prune else None
+    if window is not None and state.row.pruning_mode == PruningMode.ON:
+        trimmed = list(prune_view(messages, window_tokens=window[0], settings=state.row))
+        if trimmed != messages:
+            return SentMessages(trimmed, state.base_version, state.raw_seq_to, exact=False)
+    return SentMessages(messages, state.base_version, state.raw_seq_to, exact=True)
+
+
+def gateway_view_prepare(*, chain_id: int) -> SentMessages:
+    """Manage mode: the chain summarized with its profile and fitted to the window, right before the call.
+
+    The same engine runs as after a turn (`chain_summarize`: summarize, then fit); the saved view plus the raw
+    messages newer than it is what goes upstream, pruned per request when pruning is on.
+    """
+    chain_summarize(chain_id=chain_id, trigger=Trigger.TURN)
+    return _state_messages(chain_id, prune=True)
+
+
+def gateway_overflow_compact(*, chain_id: int, observed_tokens: int | None) -> SentMessages:
+    """After the upstream reported a context overflow: force a compaction and return the smaller view."""
+    chain_fit(chain_id=chain_id, trigger=Trigger.OVERFLOW, observed_tokens=observed_tokens)
+    sent = _state_messages(chain_id, prune=True)
+    sent.exact = False  # a retry stores what it sent: the call row must show each attempt's input
+    return sent
+
+
+def _call_event(call: GatewayCall, kind: str) -> dict[str, Any]:
+    return {"type": kind, "chain_id": call.chain_id, "call_id": call.pk, "mode": call.mode, "model": call.model,
+            "stream": call.stream, "status": call.status, "http_status": call.http_status,
+            "sent_message_count": call.sent_message_count, "sent_tokens": call.sent_tokens,
+            "attempts": call.attempts, "latency_ms": call.latency_ms, "first_byte_ms": call.first_byte_ms,
+            "response_seq": call.response_seq, "usage": call.usage, "cost_usd": call.cost_usd,
+            "error": call.error[:500]}
+
+
+def gateway_call_start(*, chain: Chain, user: Any, provider: ProviderConfig | None, model: str, mode: str,
+                       stream: bool, request_messages: int, appended: int, sent: SentMessages) -> GatewayCall:
+    call = GatewayCall.objects.create(
+        chain=chain, user=user, provider=provider, model=model, mode=mode, stream=stream,
+        request_messages=request_messages, appended=appended, **_sent_fields(sent, model, chain.pk))
+    transaction.on_commit(lambda: broadcast(chain.pk, _call_event(call, "gateway.call.started")))  # type: ignore
+    return call
+
+
+def _stored_tokens(chain_id: int, sent: SentMessages) -> int | None:
+    """Our estimate of a reference call from what is stored (view tokens + cached raw tokens), without
+    re-tokenizing the whole history on every call; None when a count is missing."""
+    after, tokens = 0, 0
+    if sent.view_version:
+        view = ChainView.objects.filter(chain_id=chain_id, version=sent.view_version).values_list(
+            "raw_seq_to", "token_count").first()
+        if view is None:
+            return None
+        after, tokens = view
+    rows = Message.objects.filter(chain_id=chain_id, seq__gt=after, seq__lte=sent.raw_seq_to)
+    totals = rows.aggregate(tokens=Sum("token_count"), missing=Count("pk", filter=Q(token_count=None)))
+    return None if totals["missing"] else tokens + (totals["tokens"] or 0)
+
+
+def _sent_fields(sent: SentMessages, model: str, chain_id: int) -> dict[str, Any]:
+    tokens = _stored_tokens(chain_id, sent) if sent.exact else None
+    return {"sent_view_version": sent.view_version, "sent_raw_seq_to": sent.raw_seq_to,
+            "sent_messages": None if sent.exact else sent.messages, "sent_message_count": len(sent.messages),
+            "sent_tokens": tokens if tokens is not None else count_tokens(sent.messages, model=model or None)}
+
+
+def call_cost(provider: ProviderConfig | None, usage: dict[str, Any] | None) -> float:
+    if provider is None or not isinstance(usage, dict):
+        return 0.0
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    prompt = prompt if isinstance(prompt, int) else 0
+    completion = completion if isinstance(completion, int) else 0
+    return (prompt * provider.prompt_cost_per_mtok + completion * provider.completion_cost_per_mtok) / 1e6
+
+
+def gateway_call_retried(*, call: GatewayCall, sent: SentMessages, error: str) -> None:
+    """An overflow retry: the call now records the compacted input it sends next."""
+    for key, value in _sent_fields(sent, call.model, call.chain_id).items():
+        setattr(call, key, value)
+    call.attempts += 1
+    call.save()
+    event = {**_call_event(call, "gateway.call.retried"), "reason": error[:500]}
+    broadcast(call.chain_id, event)  # type: ignore[arg-type]
+
+
+def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, latency_ms: int,
+                        first_byte_ms: int | None = None, response: Msg | None = None, response_seq: int | None = None,
+                        usage: dict[str, Any] | None = None, error: str = "") -> GatewayCall:
+    call.status, call.http_status, call.latency_ms = status, http_status, latency_ms
+    call.first_byte_ms, call.response_message, call.response_seq = first_byte_ms, response, response_seq
+    call.usage, call.cost_usd = usage, call_cost(call.provider, usage)
+    call.error, call.finished_at = error[:4000], timezone.now()
+    call.save()
+    broadcast(call.chain_id, _call_event(call, "gateway.call.finished"))  # type: ignore[arg-type]
+    return call
+

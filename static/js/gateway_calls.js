@@ -1,0 +1,101 @@
+// Live gateway calls on the chain page: rows for calls as they start, retry and finish, and the text of a
+// streaming answer as it arrives. A separate small module with its own socket, so live.js stays untouched.
+// Agent text is hostile: everything is built with createElement + textContent.
+
+const BACKOFF_MS = [1000, 2000, 4000, 8000, 15000];
+const section = document.getElementById("gateway-calls");
+
+function cell(text, className) {
+  const td = document.createElement("td");
+  if (className) td.className = className;
+  td.textContent = text;
+  return td;
+}
+
+function badge(text, className) {
+  const span = document.createElement("span");
+  span.className = className;
+  span.textContent = text;
+  return span;
+}
+
+function usageText(usage) {
+  if (!usage || typeof usage !== "object") return "–";
+  return `${usage.prompt_tokens ?? "–"} / ${usage.completion_tokens ?? "–"}`;
+}
+
+function renderRow(ev) {
+  const chainId = section.dataset.chainId;
+  const tr = document.createElement("tr");
+  tr.dataset.callId = String(ev.call_id);
+  tr.className = `call-${ev.status}`;
+  const link = document.createElement("a");
+  link.href = `/chains/${encodeURIComponent(chainId)}/calls/${encodeURIComponent(ev.call_id)}/`;
+  link.textContent = `#${ev.call_id}`;
+  const first = document.createElement("td");
+  first.append(link);
+  const mode = document.createElement("td");
+  mode.append(badge(ev.mode, "badge"));
+  if (ev.stream) mode.append(" ", badge("stream", "muted small"));
+  const status = document.createElement("td");
+  status.append(badge(ev.status, `badge outcome ${ev.status}`));
+  if (ev.error) {
+    const err = document.createElement("div");
+    err.className = "small muted";
+    err.textContent = ev.error.slice(0, 160);
+    status.append(err);
+  }
+  tr.append(first, cell(new Date().toLocaleTimeString()), mode, cell(ev.model, "small"), status,
+    cell(String(ev.sent_message_count), "num"), cell(String(ev.sent_tokens), "num"), cell(usageText(ev.usage), "num"),
+    cell(String(ev.attempts), "num"), cell(`${ev.latency_ms} ms`, "num"),
+    cell(ev.cost_usd ? `$${Number(ev.cost_usd).toFixed(4)}` : "–", "num"));
+  return tr;
+}
+
+function upsert(ev) {
+  const rows = document.getElementById("gateway-calls-rows");
+  const empty = rows.querySelector("tr.empty");
+  if (empty) empty.remove();
+  const row = renderRow(ev);
+  const existing = rows.querySelector(`tr[data-call-id="${CSS.escape(String(ev.call_id))}"]`);
+  if (existing) {
+    row.cells[1].textContent = existing.cells[1].textContent;
+    existing.replaceWith(row);
+  } else rows.prepend(row);
+}
+
+function liveAnswer(ev) {
+  const box = document.getElementById("gateway-live-answer");
+  const pre = box.querySelector("pre");
+  if (box.dataset.callId !== String(ev.call_id)) {
+    box.dataset.callId = String(ev.call_id);
+    pre.textContent = "";
+  }
+  box.hidden = false;
+  pre.textContent += ev.text;
+}
+
+function handle(ev) {
+  if (ev.type === "gateway.call.started" || ev.type === "gateway.call.retried") upsert(ev);
+  else if (ev.type === "gateway.call.finished") {
+    upsert(ev);
+    const box = document.getElementById("gateway-live-answer");
+    if (box.dataset.callId === String(ev.call_id)) box.hidden = true;
+  } else if (ev.type === "gateway.call.delta") liveAnswer(ev);
+}
+
+function connect(attempt) {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const ws = new WebSocket(`${scheme}://${location.host}/ws/chains/${encodeURIComponent(section.dataset.chainId)}/`);
+  ws.addEventListener("open", () => { attempt = 0; section.dataset.live = "on"; });
+  ws.addEventListener("message", (msg) => {
+    try { handle(JSON.parse(msg.data)); } catch (err) { console.warn("gateway event ignored", err); }
+  });
+  ws.addEventListener("close", (e) => {
+    section.dataset.live = "off";
+    if (e.code === 4401 || e.code === 4404) return;
+    setTimeout(() => connect(attempt + 1), BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]);
+  });
+}
+
+if (section) connect(0);

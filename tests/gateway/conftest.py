@@ -1,0 +1,56 @@
+"""Gateway fixtures: a scripted upstream and the real product (`manage.py run --no-demo`) on loopback ports."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import free_port
+from tests.flows.pipeline_live import PYTHON, Stack, wait_http
+from tests.gateway.upstream_fake import MODEL, FakeUpstream
+
+WINDOW_TOKENS = 6000
+UPSTREAM_KEY = "sk-upstream-secret"
+
+
+class Gateway:
+    def __init__(self, stack: Stack, port: int, creds: dict[str, str], upstream: FakeUpstream) -> None:
+        self.stack, self.port, self.creds, self.upstream = stack, port, creds, upstream
+        self.base = f"http://127.0.0.1:{port}"
+        self.v1 = self.base + "/v1"
+        self.token = creds["token"]
+
+    def shell(self, code: str) -> str:
+        return self.stack.manage("shell", "-c", code)
+
+    def query(self, expression: str) -> Any:
+        """Evaluate a Python expression in the product's Django shell (models imported) and return it as JSON."""
+        code = ("import json\nfrom flows.models import *\nfrom django.contrib.auth.models import User\n"
+                f"print('RESULT ' + json.dumps({expression}, default=str))")
+        out = self.shell(code)
+        return json.loads(next(x for x in out.splitlines() if x.startswith("RESULT "))[7:])
+
+    def chain(self, chain_id: int) -> dict[str, Any]:
+        from tests.flows.pipeline_live import api
+
+        return api(self.base, "GET", f"/api/chains/{chain_id}", self.token)
+
+
+@pytest.fixture(scope="package")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    upstream = FakeUpstream(window_tokens=WINDOW_TOKENS)
+    var_dir: Path = tmp_path_factory.mktemp("gateway")
+    stack = Stack.create(var_dir, LLM_SERVER_URL=upstream.url, LLM_SERVER_KEY=UPSTREAM_KEY, LLM_SERVER_MODEL=MODEL,
+                         LLM_SERVER_CONTEXT_TOKENS=str(WINDOW_TOKENS))
+    try:
+        creds = stack.provision()
+        port = free_port()
+        proc = stack.start("run", [PYTHON, "manage.py", "run", "--no-demo", "--port", str(port)])
+        wait_http(f"http://127.0.0.1:{port}/accounts/login/", proc, stack.log("run"))
+        yield Gateway(stack, port, creds, upstream)
+    finally:
+        stack.close()
+        upstream.close()
