@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from flows.demo import demo_turns
-from tests.e2e.conftest import ROOT, Server, _free_port, _wait_until_up
+from tests.e2e.conftest import ROOT, Server, _wait_until_up
+from tests.fakes import free_port
 
 WAIT_SECONDS = 60
 SETUP_CODE = """
@@ -41,7 +42,7 @@ def campaign(seed: int) -> list[dict[str, Any]]:
 
 
 def start_server(env: dict[str, str], var_dir: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+    port = free_port()
     log = var_dir / f"server-{port}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "manage.py", "run", "--no-demo", "--port", str(port)], cwd=ROOT,
