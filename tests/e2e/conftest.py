@@ -152,3 +152,16 @@ def screenshot(page, name: str, *, full_page: bool = False) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path
+
+
+def wait_for_js(page, expression: str, *, timeout: float = 20_000) -> None:
+    """Wait until the JavaScript `expression` is truthy on the page.
+
+    Playwright's `wait_for_function` compiles its predicate with `new Function`, which the pages' CSP
+    (`script-src 'self'`, no 'unsafe-eval') refuses; `page.evaluate` runs through the DevTools protocol and
+    is not subject to it, so polling it keeps the tests on the real policy instead of bypassing it."""
+    deadline = time.monotonic() + timeout / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} ms waiting for: {expression}")
+        page.wait_for_timeout(100)

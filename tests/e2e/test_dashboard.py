@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from flows.demo import demo_turns, turn_batches
-from tests.e2e.conftest import ROOT, Server, screenshot
+from tests.e2e.conftest import ROOT, Server, screenshot, wait_for_js
 
 pytestmark = pytest.mark.browser
 
@@ -57,7 +57,7 @@ def test_a_live_replay_appears_and_a_compaction_arrives_without_reload(page, ser
     for batch in campaign_batches():
         last = server.append(ids["chain"], batch)["last_seq"]
         wait_for_seq(page, last)
-    page.wait_for_function("window.pentagiLive.state.stats.swaps > 0")  # a summarization landed: view refreshed
+    wait_for_js(page, "window.pentagiLive.state.stats.swaps > 0")  # a summarization landed: view refreshed
     page.wait_for_timeout(1500)  # let the last turn's summarization land before the README picture
     path = screenshot(page, "chain-page")
     if os.environ.get("UPDATE_README_SCREENSHOT"):  # opt-in: a test run must not change tracked files

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.e2e.conftest import ROOT, Server, screenshot
+from tests.e2e.conftest import ROOT, Server, screenshot, wait_for_js
 from tests.e2e.test_dashboard import open_live, wait_for_seq
 from tests.flows.test_relay_live import campaign
 
@@ -44,7 +44,7 @@ def test_a_replay_started_in_another_process_appears_live_without_reload(page, s
         wait_for_seq(page, 1)  # the first turn is on screen while the replay is still running
         assert replay.poll() is None
         wait_for_seq(page, len(messages))
-        page.wait_for_function("window.pentagiLive.state.stats.swaps > 0")  # the server's worker summarized
+        wait_for_js(page, "window.pentagiLive.state.stats.swaps > 0")  # the server's worker summarized
     finally:
         out, _ = replay.communicate(timeout=120)
     assert "is running" in out and replay.returncode == 0
@@ -83,5 +83,5 @@ def test_a_transcript_uploaded_in_the_browser_replays_live(page, server, tmp_pat
     page.evaluate("window.__notReloaded = true")
     wait_for_seq(page, len(messages))  # arrives turn by turn over the socket, no reload
     assert page.evaluate("window.__notReloaded") is True
-    page.wait_for_function("window.pentagiLive.state.stats.swaps > 0")
+    wait_for_js(page, "window.pentagiLive.state.stats.swaps > 0")
     screenshot(page, "upload-replayed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, screenshot
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, screenshot, wait_for_js
 from tests.e2e.test_dashboard import campaign_batches
 
 pytestmark = pytest.mark.browser
@@ -37,7 +37,7 @@ def test_the_preview_follows_typing_without_navigation_and_shows_a_diff(page, se
     scrolled = page.evaluate("window.scrollY")
     before = set(changed_fields(page))  # the demo flow's own overrides differ from the defaults
     page.fill("#id_last_sec_bytes", "2048")  # no button pressed
-    page.wait_for_function("window.pentagiSettings.state.stats.shown > 0", timeout=60_000)
+    wait_for_js(page, "window.pentagiSettings.state.stats.shown > 0", timeout=60_000)
     assert page.evaluate("window.__notReloaded") is True
     assert abs(page.evaluate("window.scrollY") - scrolled) < 2
     counts = page.locator("#preview-diff-counts").inner_text()
@@ -48,7 +48,7 @@ def test_the_preview_follows_typing_without_navigation_and_shows_a_diff(page, se
     assert right <= page.viewport_size["width"]  # the "with these values" column is not cut off at 1440 px
     screenshot(page, "settings-preview-as-you-type")
     page.fill("#id_last_sec_bytes", str(50 * 1024))  # back to the default: the mark goes away
-    page.wait_for_function("window.pentagiSettings.state.stats.shown > 1", timeout=60_000)
+    wait_for_js(page, "window.pentagiSettings.state.stats.shown > 1", timeout=60_000)
     assert "last_sec_bytes" not in changed_fields(page)
 
 
@@ -66,7 +66,7 @@ def test_the_flow_timeline_is_live(page, server):
     page.evaluate("window.__notReloaded = true")
     for batch in campaign_batches(5)[:6]:
         server.append(ids["chain"], batch)
-    page.wait_for_function("window.pentagiFlow.state.refreshes > 0", timeout=60_000)
+    wait_for_js(page, "window.pentagiFlow.state.refreshes > 0", timeout=60_000)
     page.wait_for_selector("#flow-timeline tr[data-event-id]")
     assert page.evaluate("window.__notReloaded") is True
     screenshot(page, "flow-timeline-live")

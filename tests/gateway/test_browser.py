@@ -7,6 +7,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from tests.e2e.conftest import wait_for_js
 from tests.gateway.agent_loop import TOOLS
 from tests.gateway.conftest import Gateway
 from tests.gateway.upstream_fake import MODEL
@@ -39,8 +40,8 @@ def test_a_gateway_call_appears_live_on_the_chain_page(gateway: Gateway) -> None
         call = threading.Thread(target=lambda: client.chat.completions.create(
             model=MODEL, messages=follow_up, tools=TOOLS, stream=True).response.read())
         call.start()
-        page.wait_for_function(f"document.querySelectorAll('#gateway-calls-rows tr[data-call-id]').length > "
-                               f"{rows_before}")
+        wait_for_js(page, f"document.querySelectorAll('#gateway-calls-rows tr[data-call-id]').length > "
+                          f"{rows_before}")
         page.wait_for_selector("#gateway-calls-rows tr:first-child.call-ok")  # the new call, finished
         call.join(timeout=60)
         newest = page.locator("#gateway-calls-rows tr[data-call-id]").first
