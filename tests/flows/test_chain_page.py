@@ -9,7 +9,7 @@ from django.test import Client
 from flows.models import ChainView, LLMCall, ProviderConfig, SummaryEvent
 from flows.selectors_chain import EVENTS_SHOWN
 from summarizer.formats import import_chain
-from tests.flows.conftest import call
+from tests.app_fixtures import call
 
 pytestmark = pytest.mark.django_db
 
