@@ -10,11 +10,10 @@ from django.db.models import Count, Sum
 
 from .models import Chain, ChainView, LLMCall, SummaryEvent
 from .selectors import chain_raw_messages
+from .selectors_pages import EVENTS_SHOWN  # one limit for the chain page's event list, wherever it is read
 
 __all__ = ["EVENTS_SHOWN", "chain_events_page", "chain_event_detail", "chain_view_versions", "chain_view_version",
            "chain_export_messages"]
-
-EVENTS_SHOWN = 100
 
 
 def chain_events_page(*, chain: Chain, limit: int | None = EVENTS_SHOWN) -> tuple[list[SummaryEvent], int]:

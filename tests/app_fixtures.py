@@ -81,6 +81,22 @@ def client_for(user) -> Client:
 
 
 @pytest.fixture
+def staff_client_for(staff_user) -> Client:
+    """A page client logged in as `staff_user` (no CSRF checks)."""
+    c = Client()
+    c.force_login(staff_user)
+    return c
+
+
+@pytest.fixture
+def csrf_client_for(user) -> Client:
+    """A page client logged in as `user`, with CSRF checks enforced like a real browser (see `csrf_post`)."""
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(user)
+    return c
+
+
+@pytest.fixture
 def api_token(user) -> str:
     _, raw = api_token_create(user=user, name="tests")
     return raw

@@ -22,15 +22,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engine adapter", ("flows.engine",)),
     ("foundation", ("flows.models", "flows.migrations", "flows.params", "flows.events", "flows.signals",
                     "flows.demo_tools", "flows.settings_spec", "flows.text_input",
-                    "flows.relay")),
+                    "flows.relay", "flows.ws_limits")),
     ("domain", ("flows.settings_registry", "flows.settings_env", "flows.plugins", "flows.providers",
-                "flows.selectors", "flows.selectors_pages", "flows.selectors_gateway",
-                "flows.llm")),
+                "flows.selectors", "flows.selectors_pages", "flows.selectors_chain",
+                "flows.selectors_gateway", "flows.selectors_flows", "flows.llm")),
     ("services", ("flows.services",)),
     ("entry points", ("flows.tasks", "flows.api", "flows.views", "flows.forms", "flows.admin", "flows.consumers",
                       "flows.routing", "flows.urls", "flows.demo", "flows.management", "flows.embedded_worker",
                       "flows.templatetags", "flows.gateway", "flows.ws_origin",
-                      "flows.selectors_flows", "flows.apps", "flows")),
+                      "flows.apps", "flows")),
 ]
 
 # Inside flows/services the pipeline runs one way: a module imports only modules of a lower rank.

@@ -2,19 +2,11 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from flows.models import ProviderConfig, SettingsChange
 from flows.settings_registry import SETTINGS_FIELDS, settings_for, settings_values
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(staff_user) -> Client:
-    client = Client()
-    client.force_login(staff_user)
-    return client
 
 
 def form_data(row, **changes) -> dict:
@@ -29,26 +21,26 @@ def form_data(row, **changes) -> dict:
     return data
 
 
-def test_every_model_has_an_admin_page(admin_client, make_chain, tool_round):
+def test_every_model_has_an_admin_page(staff_client_for, make_chain, tool_round):
     make_chain(messages=tool_round)
     settings_for(profile="agent")
     for name in ("flow", "agent", "chain", "message", "chainview", "viewsection", "summaryevent", "llmcall",
                  "memorynote", "summarizersettings", "settingschange", "providerconfig", "modelwindow", "apitoken"):
-        assert admin_client.get(f"/admin/flows/{name}/").status_code == 200, name
+        assert staff_client_for.get(f"/admin/flows/{name}/").status_code == 200, name
 
 
-def test_messages_cannot_be_edited_or_deleted_in_the_admin(admin_client, make_chain, tool_round):
+def test_messages_cannot_be_edited_or_deleted_in_the_admin(staff_client_for, make_chain, tool_round):
     row = make_chain(messages=tool_round).messages.first()
-    resp = admin_client.post(f"/admin/flows/message/{row.pk}/change/", {"content": '"x"'})
+    resp = staff_client_for.post(f"/admin/flows/message/{row.pk}/change/", {"content": '"x"'})
     assert resp.status_code == 403
-    assert admin_client.post(f"/admin/flows/message/{row.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert staff_client_for.post(f"/admin/flows/message/{row.pk}/delete/", {"post": "yes"}).status_code == 403
     row.refresh_from_db()
     assert row.content == "You are a pentester."
 
 
-def test_a_valid_settings_edit_is_saved_through_the_service_with_history(admin_client, staff_user):
+def test_a_valid_settings_edit_is_saved_through_the_service_with_history(staff_client_for, staff_user):
     row = settings_for(profile="agent")
-    resp = admin_client.post(f"/admin/flows/summarizersettings/{row.pk}/change/",
+    resp = staff_client_for.post(f"/admin/flows/summarizersettings/{row.pk}/change/",
                              form_data(row, last_sec_bytes=40000))
     assert resp.status_code == 302
     row.refresh_from_db()
@@ -57,9 +49,9 @@ def test_a_valid_settings_edit_is_saved_through_the_service_with_history(admin_c
     assert change.changes == {"last_sec_bytes": [51200, 40000]} and change.user == staff_user
 
 
-def test_an_invalid_settings_edit_shows_the_error_and_saves_nothing(admin_client):
+def test_an_invalid_settings_edit_shows_the_error_and_saves_nothing(staff_client_for):
     row = settings_for(profile="agent")
-    resp = admin_client.post(f"/admin/flows/summarizersettings/{row.pk}/change/",
+    resp = staff_client_for.post(f"/admin/flows/summarizersettings/{row.pk}/change/",
                              form_data(row, keep_qa_sections=20))
     assert resp.status_code == 200
     assert "cannot exceed the number of QA sections kept" in resp.content.decode()
@@ -67,9 +59,9 @@ def test_an_invalid_settings_edit_shows_the_error_and_saves_nothing(admin_client
     assert row.keep_qa_sections == 1 and not SettingsChange.objects.exists()
 
 
-def test_the_export_action_downloads_a_dotenv_file(admin_client):
+def test_the_export_action_downloads_a_dotenv_file(staff_client_for):
     row = settings_for(profile="assistant")
-    resp = admin_client.post("/admin/flows/summarizersettings/",
+    resp = staff_client_for.post("/admin/flows/summarizersettings/",
                              {"action": "export_env", "_selected_action": [row.pk]})
     assert resp.status_code == 200 and resp["Content-Type"].startswith("text/plain")
     text = resp.content.decode()
@@ -78,18 +70,18 @@ def test_the_export_action_downloads_a_dotenv_file(admin_client):
         len([f for f in SETTINGS_FIELDS if f.env["assistant"]])
 
 
-def test_provider_keys_are_never_shown_and_a_blank_key_keeps_the_old_one(admin_client):
+def test_provider_keys_are_never_shown_and_a_blank_key_keeps_the_old_one(staff_client_for):
     provider = ProviderConfig.objects.create(name="openai", kind="openai", api_key="sk-secret-123456789")
-    page = admin_client.get(f"/admin/flows/providerconfig/{provider.pk}/change/").content.decode()
+    page = staff_client_for.get(f"/admin/flows/providerconfig/{provider.pk}/change/").content.decode()
     assert "sk-secret-123456789" not in page
     data = {"name": "openai", "kind": "openai", "base_url": "", "api_key": "", "model": "gpt-4o-mini",
             "timeout_seconds": 60, "max_attempts": 3, "max_output_tokens": 8192, "prompt_cost_per_mtok": 0,
             "completion_cost_per_mtok": 0}
-    assert admin_client.post(f"/admin/flows/providerconfig/{provider.pk}/change/", data).status_code == 302
+    assert staff_client_for.post(f"/admin/flows/providerconfig/{provider.pk}/change/", data).status_code == 302
     provider.refresh_from_db()
     assert provider.api_key == "sk-secret-123456789" and provider.model == "gpt-4o-mini"
 
 
-def test_api_tokens_show_only_their_prefix(admin_client, api_token):
-    page = admin_client.get("/admin/flows/apitoken/").content.decode()
+def test_api_tokens_show_only_their_prefix(staff_client_for, api_token):
+    page = staff_client_for.get("/admin/flows/apitoken/").content.decode()
     assert api_token not in page and api_token[:10] in page

@@ -72,7 +72,9 @@ def test_compaction_notices_are_on_by_default():
 def test_the_assistant_export_uses_only_the_assistants_names():
     text = settings_env_export(settings_for(profile="assistant"))
     names = _assignments(text)
-    assert names and all(n.startswith(("ASSISTANT_SUMMARIZER_", "ASSISTANT_COMPACTION_")) for n in names)
+    assert names and all(n.startswith(("ASSISTANT_SUMMARIZER_", "ASSISTANT_COMPACTION_")) for n in names
+                         if n != "ASSISTANT_GATEWAY_MODE")
+    assert "ASSISTANT_GATEWAY_MODE=manage" in text.splitlines()
     assert "ASSISTANT_COMPACTION_KEEP_RECENT_TOKENS=20000" in text.splitlines()
     assert not re.search(r"(?<!ASSISTANT_)\bSUMMARIZER_", text)  # comments name no agent variable either
     assert "use_qa is fixed to true for the assistant" in text
@@ -117,31 +119,24 @@ def test_a_multi_row_export_imports_back_to_the_active_sections(user):
 
 # ------------------------------------------------------------------------------------------- page and admin
 
-@pytest.fixture
-def staff_browser(staff_user) -> Client:
-    client = Client()
-    client.force_login(staff_user)
-    return client
-
-
 def _flash(response) -> list[str]:
     return [str(m) for m in response.context["messages"]] if response.context else []
 
 
-def test_the_settings_page_imports_and_names_each_refused_variable(staff_browser):
+def test_the_settings_page_imports_and_names_each_refused_variable(staff_client_for):
     text = "SUMMARIZER_KEEP_QA_SECTIONS=12\nSUMMARIZER_LAST_SEC_BYTES=30000\n"
-    response = staff_browser.post("/settings/import-env/", {"text": text}, follow=True)
+    response = staff_client_for.post("/settings/import-env/", {"text": text}, follow=True)
     assert response.status_code == 200
     body = response.content.decode()
     assert "Imported 1 setting(s)" in body and "Refused SUMMARIZER_KEEP_QA_SECTIONS=&#x27;12&#x27;" in body
     assert settings_for(profile="agent").last_sec_bytes == 30000
 
 
-def test_the_settings_page_takes_an_uploaded_file(staff_browser, tmp_path):
+def test_the_settings_page_takes_an_uploaded_file(staff_client_for, tmp_path):
     path = tmp_path / "pentagi.env"
     path.write_text("export ASSISTANT_SUMMARIZER_KEEP_QA_SECTIONS=2\n", encoding="utf-8")
     with path.open("rb") as handle:
-        staff_browser.post("/settings/import-env/", {"file": handle})
+        staff_client_for.post("/settings/import-env/", {"file": handle})
     assert settings_for(profile="assistant").keep_qa_sections == 2
 
 
@@ -153,8 +148,8 @@ def test_only_staff_import_into_the_defaults(user):
 
 
 @pytest.mark.parametrize("data", [{"text": ""}, {"text": "# only a comment"}, {"text": "A=\x00"}])
-def test_an_empty_or_broken_import_changes_nothing(staff_browser, data):
-    response = staff_browser.post("/settings/import-env/", data, follow=True)
+def test_an_empty_or_broken_import_changes_nothing(staff_client_for, data):
+    response = staff_client_for.post("/settings/import-env/", data, follow=True)
     assert "Nothing imported" in response.content.decode()
     assert not SettingsChange.objects.filter(source="env import").exists()
 

@@ -2,7 +2,6 @@
 current view, changed marks only on fields that really differ, and a read-only page where saving is refused."""
 from __future__ import annotations
 
-import re
 from types import SimpleNamespace
 
 import pytest
@@ -17,17 +16,8 @@ pytestmark = pytest.mark.django_db
 PARTIAL = {"HTTP_X_PARTIAL": "preview"}
 
 
-@pytest.fixture
-def browser(user) -> Client:
-    c = Client(enforce_csrf_checks=True)
-    c.force_login(user)
-    return c
-
-
 def partial_post(client: Client, data: dict) -> object:
-    page = client.get("/settings/")
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode()).group(1)
-    return client.post("/settings/", {**data, "csrfmiddlewaretoken": token}, **PARTIAL)
+    return csrf_post(client, "/settings/", data, **PARTIAL)
 
 
 def long_chain(make_chain, tool_round):
@@ -35,9 +25,9 @@ def long_chain(make_chain, tool_round):
     return make_chain(big + [{"role": "user", "content": "go on"}, {"role": "assistant", "content": "ok"}])
 
 
-def test_a_partial_preview_is_only_the_preview_section_with_its_diff(browser, make_chain, tool_round):
+def test_a_partial_preview_is_only_the_preview_section_with_its_diff(csrf_client_for, make_chain, tool_round):
     chain = long_chain(make_chain, tool_round)
-    response = partial_post(browser, {"profile": "agent", "flow": chain.agent.flow_id, "chain": chain.pk,
+    response = partial_post(csrf_client_for, {"profile": "agent", "flow": chain.agent.flow_id, "chain": chain.pk,
                                       "action": "preview",
                                       **form_values(settings_for(profile="agent"), last_sec_bytes=2048)})
     body = response.content.decode()
@@ -46,9 +36,9 @@ def test_a_partial_preview_is_only_the_preview_section_with_its_diff(browser, ma
     assert 'id="preview-diff"' in body and 'data-status="added"' in body and "No view yet" in body
 
 
-def test_a_partial_preview_with_a_bad_value_is_a_400_section_naming_it(browser, make_chain, tool_round):
+def test_a_partial_preview_with_a_bad_value_is_a_400_section_naming_it(csrf_client_for, make_chain, tool_round):
     chain = make_chain(tool_round)
-    response = partial_post(browser, {"profile": "agent", "flow": chain.agent.flow_id, "chain": chain.pk,
+    response = partial_post(csrf_client_for, {"profile": "agent", "flow": chain.agent.flow_id, "chain": chain.pk,
                                       "action": "preview",
                                       **form_values(settings_for(profile="agent"), last_sec_bytes="-5")})
     body = response.content.decode()
@@ -56,13 +46,13 @@ def test_a_partial_preview_with_a_bad_value_is_a_400_section_naming_it(browser, 
     assert "<html" not in body
 
 
-def test_an_untouched_form_marks_nothing_changed_after_a_preview(browser, make_chain, tool_round):
+def test_an_untouched_form_marks_nothing_changed_after_a_preview(csrf_client_for, make_chain, tool_round):
     chain = make_chain(tool_round)
-    response = csrf_post(browser, f"/settings/?flow={chain.agent.flow_id}", {
+    response = csrf_post(csrf_client_for, f"/settings/?flow={chain.agent.flow_id}", {
         "profile": "agent", "flow": chain.agent.flow_id, "chain": chain.pk, "action": "preview",
         **form_values(settings_for(profile="agent"))})
     assert response.status_code == 200 and "is-changed" not in response.content.decode()
-    response = csrf_post(browser, f"/settings/?flow={chain.agent.flow_id}", {
+    response = csrf_post(csrf_client_for, f"/settings/?flow={chain.agent.flow_id}", {
         "profile": "agent", "flow": chain.agent.flow_id, "chain": chain.pk, "action": "preview",
         **form_values(settings_for(profile="agent"), last_sec_bytes=4096)})
     assert response.content.decode().count("is-changed") == 1
@@ -77,8 +67,8 @@ def test_a_field_differs_from_its_default_only_by_value(value, default, differs)
     assert differs_from_default(value, default) is differs
 
 
-def test_defaults_are_shown_read_only_to_who_cannot_save_them(browser):
-    body = browser.get("/settings/").content.decode()
+def test_defaults_are_shown_read_only_to_who_cannot_save_them(csrf_client_for):
+    body = csrf_client_for.get("/settings/").content.decode()
     assert '<output class="setting-value" id="id_last_sec_bytes">51200</output>' in body
     assert 'name="last_sec_bytes"' not in body and 'id="save-btn"' not in body
 

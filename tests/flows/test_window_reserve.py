@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.test import Client
 
 from flows.models import ChainView, ModelWindow
 from flows.selectors_pages import window_for_model
@@ -14,13 +13,6 @@ from flows.settings_registry import settings_for
 from summarizer import effective_reserve
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def _chain_with_window(make_chain, tool_round, *, window: int, max_output: int = 4000, model: str = "lab-model"):
