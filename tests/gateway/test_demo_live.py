@@ -45,3 +45,17 @@ def test_the_built_in_demo_calls_the_model_through_the_servers_gateway(stack: St
     assert all(c[0] in ("ok", "running") and c[1] == "manage" and c[2] == "pentest-agent-16k" for c in calls), calls
     assert [c[3] for c in calls if c[0] == "ok"][:2] == [3, 5]  # after system + user, then after a tool result
     assert "demo failed" not in stack.log("run") and "stopped with an error" not in stack.log("run")
+
+
+def test_the_foreground_demo_calls_a_running_servers_gateway(stack: Stack) -> None:
+    stack.manage("migrate", "--noinput")
+    port = free_port()
+    proc = stack.start("run", [PYTHON, "manage.py", "run", "--no-demo", "--port", str(port)])
+    wait_http(f"http://127.0.0.1:{port}/accounts/login/", proc, stack.log("run"))
+    out = stack.manage("demo", "--campaigns", "1", "--speed", "50")
+    assert "/v1/chat/completions" in out and "demo finished: 29 messages" in out, out
+    calls = _calls(stack)
+    assert len(calls) == 13 and {(c[0], c[2]) for c in calls} == {("ok", "pentest-agent-16k")}, calls
+    left = stack.manage("shell", "-c", "from flows.models import ProviderConfig; "
+                                       "print('LEFT', ProviderConfig.objects.filter(name__startswith='demo').count())")
+    assert "LEFT 0" in left  # the command's own provider went with it
