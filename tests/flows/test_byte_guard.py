@@ -60,12 +60,17 @@ def _snapshot(chain: Chain) -> list[tuple]:
                                                                                  "tool_calls", "created_at"))
 
 
-@pytestmark_db
-def test_fact_51_a_compaction_with_truncation_continues_in_a_successor(make_chain, monkeypatch):
+def _rotating_chain(make_chain) -> Chain:
+    """Five turns under small budgets with successor segments on: a compaction rotates it."""
     use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=400, truncate_after_compaction=True)
-    grow(chain, range(5))
+    return grow(chain, range(5))
+
+
+@pytestmark_db
+def test_fact_51_a_compaction_with_truncation_continues_in_a_successor(make_chain, monkeypatch):
+    chain = _rotating_chain(make_chain)
     before = _snapshot(chain)
     event = chain_compact(chain_id=chain.pk)
     assert event.outcome == Outcome.OK, event.reason
@@ -154,10 +159,7 @@ def test_the_guard_needs_successor_segments(make_chain, monkeypatch):
 
 @pytestmark_db
 def test_an_open_tool_round_follows_the_seed_into_the_successor(make_chain):
-    use_summarizer(PipelineSummarizer())
-    chain = make_chain()
-    small_budgets(chain, keep_recent_tokens=400, truncate_after_compaction=True)
-    grow(chain, range(5))
+    chain = _rotating_chain(make_chain)
     ask, call, result, _answer = turn(5)
     chain_append(chain=chain, messages=[ask, call])  # the model's call is in; its result is not
     assert chain_compact(chain_id=chain.pk).outcome == Outcome.OK
@@ -172,10 +174,7 @@ def test_an_open_tool_round_follows_the_seed_into_the_successor(make_chain):
 def test_a_message_appended_during_the_compaction_is_not_lost_to_the_successor(make_chain, monkeypatch):
     from flows.services import compaction
 
-    use_summarizer(PipelineSummarizer())
-    chain = make_chain()
-    small_budgets(chain, keep_recent_tokens=400, truncate_after_compaction=True)
-    grow(chain, range(5))
+    chain = _rotating_chain(make_chain)
     real_step, late = compaction._compact_step, turn(5)
 
     def step_then_append(*args, **kwargs):
