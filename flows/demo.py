@@ -28,7 +28,7 @@ from typing import Any
 from django.db import close_old_connections, connections
 
 from . import demo_tools as tools
-from .demo_agent import DirectTurns, GatewayTurns, ModelTurns, Post, http_post
+from .demo_agent import DirectTurns, FirstCallFallback, GatewayTurns, ModelTurns, Post, http_post
 from .demo_upstream import DEMO_PROVIDER_NAME, scripted_upstream
 from .models import Chain, Flow, FlowStatus
 from .services import (
@@ -247,7 +247,7 @@ def demo_start(*, owner, speed: float = 1.0, server: str | None = None) -> Flow:
     """Create a demo flow and play it in a background thread; returns at once. With `server` (the address
     of this process's own HTTP server, which may still be starting) its model calls go through the gateway."""
     flow, chain = demo_create(owner=owner)
-    turns = gateway_turns(owner=owner, chain=chain, server=server) if server else None
+    turns = FirstCallFallback(gateway_turns(owner=owner, chain=chain, server=server), chain) if server else None
     stop = threading.Event()
     thread = threading.Thread(target=_thread_main, args=(flow.pk, chain.pk, speed, stop, turns), daemon=True,
                               name=f"demo-flow-{flow.pk}")

@@ -11,6 +11,7 @@ the answer, so the chain page shows the demo's calls and what was sent to the mo
 from __future__ import annotations
 
 import json
+import logging
 import time
 import urllib.error
 import urllib.request
@@ -21,7 +22,9 @@ from flows.demo_upstream import ANSWER_FIELD
 from flows.models import Chain
 from flows.services import chain_append
 
-__all__ = ["Post", "ModelTurns", "DemoCallError", "GatewayTurns", "DirectTurns", "http_post"]
+__all__ = ["Post", "ModelTurns", "DemoCallError", "GatewayTurns", "DirectTurns", "FirstCallFallback", "http_post"]
+
+log = logging.getLogger(__name__)
 
 Message = dict[str, Any]
 Post = Callable[[str, bytes, dict[str, str]], tuple[int, dict[str, str], bytes]]  # (status, headers, body)
@@ -94,3 +97,28 @@ class DirectTurns:
         chain_append(chain=self.chain, messages=[answer])
         self.sent = len(history) + 1
         return answer
+
+
+class FirstCallFallback:
+    """The gateway, unless its very first call fails (a deployment whose ALLOWED_HOSTS or HTTPS redirect keeps
+    the server from answering its own loopback address): then the demo writes directly, and says why once."""
+
+    def __init__(self, gateway: GatewayTurns, chain: Chain) -> None:
+        self.gateway, self.chain = gateway, chain
+        self.active: ModelTurns = gateway
+        self.chain_id, self.first = gateway.chain_id, True
+
+    def call(self, history: list[Message], answer: Message) -> Message:
+        try:
+            reply = self.active.call(history, answer)
+        except (DemoCallError, OSError) as exc:
+            if not self.first:
+                raise
+            log.warning("the demo cannot call the gateway at %s (%s): it writes its chain directly", self.gateway.url,
+                        exc)
+            self.chain.refresh_from_db()
+            self.active = direct = DirectTurns(self.chain)
+            direct.sent = self.chain.last_seq  # what the failed call already threaded in stays, once
+            reply = direct.call(history, answer)
+        self.first, self.chain_id = False, self.active.chain_id
+        return reply

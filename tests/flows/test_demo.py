@@ -113,6 +113,24 @@ def test_the_demo_agents_model_calls_go_through_the_gateway(user, monkeypatch):
     assert ApiToken.objects.filter(user=user).count() == 1  # the agent authenticated with the owner's token
 
 
+@pytest.mark.django_db
+def test_a_demo_whose_first_gateway_call_is_refused_writes_directly(user, monkeypatch):
+    from flows import tasks
+    from flows.demo_agent import FirstCallFallback
+
+    monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
+    monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: None)
+
+    def disallowed_host(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        return 400, {}, b"<h1>Bad Request (400)</h1>"  # what Django answers a Host outside ALLOWED_HOSTS
+
+    flow, chain = demo_create(owner=user)
+    turns = FirstCallFallback(gateway_turns(owner=user, chain=chain, server="http://x", post=disallowed_host), chain)
+    count = demo_run(flow=flow, chain=chain, campaigns=1, sleep=lambda s: None, turns=turns)
+    raw = [m.to_dict() for m in Message.objects.filter(chain=chain).order_by("seq")]
+    assert count == len(raw) and [_normal(m) for m in raw] == [_normal(m) for m in campaign(5023)]
+
+
 def test_the_scripted_model_answers_with_the_script_and_refuses_what_exceeds_its_window():
     upstream = ScriptedUpstream(window_tokens=50)
     try:
