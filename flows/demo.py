@@ -5,7 +5,10 @@
 background thread plays campaigns against lab hosts: recon, port scans, web enumeration, credential finds,
 exploitation and privilege escalation, with tool outputs of real sizes (`flows.demo_tools`). Halfway through
 each campaign the agent asks for a manual compaction with focus instructions, as OpenClaw's `/compact` does.
-Every message goes through `flows.services.chain_append`, exactly like a real agent's.
+Given the server's address, the agent takes the path of every connected agent: its model calls go through the
+server's OpenAI-compatible gateway (`/v1/chat/completions`, manage mode) to a scripted model listening on a
+loopback port of this process (`flows.demo_upstream`, `flows.demo_agent`); without one (`manage.py demo` alone)
+the same messages go through `flows.services.chain_append`.
 
 `turn_batches` splits any chain into the batches an agent would send (one complete turn each); the replay
 command uses it too.
@@ -25,26 +28,30 @@ from typing import Any
 from django.db import close_old_connections, connections
 
 from . import demo_tools as tools
+from .demo_agent import DirectTurns, FirstCallFallback, GatewayTurns, ModelTurns, Post, http_post
+from .demo_upstream import DEMO_PROVIDER_NAME, scripted_upstream
 from .models import Chain, Flow, FlowStatus
 from .services import (
     agent_create,
-    chain_append,
+    api_token_rotate,
     chain_request_compaction,
     flow_create,
     flow_set_status,
     model_window_ensure,
+    provider_endpoint_ensure,
     settings_save,
 )
 from .services.replay import turn_batches  # re-exported: the demo and replays split chains the same way
 
 __all__ = [
     "DEMO_MODEL", "DEMO_WINDOW_TOKENS", "DEMO_SETTINGS", "DEMO_HOSTS", "DemoHandle", "demo_start", "demo_stop",
-    "demo_create", "demo_run", "demo_turns", "turn_batches",
+    "demo_create", "demo_run", "demo_turns", "gateway_turns", "turn_batches",
 ]
 
 log = logging.getLogger(__name__)
 
-DEMO_MODEL = "demo/pentest-agent-16k"
+DEMO_MODEL = f"{DEMO_PROVIDER_NAME}/pentest-agent-16k"  # the gateway sends "demo/..." to the scripted model
+DEMO_TOKEN_NAME = "demo agent"
 DEMO_WINDOW_TOKENS = 16_384
 DEMO_MAX_OUTPUT_TOKENS = 2_048
 DEMO_HOSTS = ["10.10.5.23", "10.10.5.24", "10.10.5.31", "10.10.5.42"]
@@ -161,17 +168,40 @@ def _set_status(flow_id: int, status: str) -> None:
     flow_set_status(flow_id=flow_id, status=status)
 
 
-def _request_compaction(chain: Chain, instructions: str) -> None:
-    chain_request_compaction(chain=chain, instructions=instructions, user=None)
+def _request_compaction(chain_id: int, instructions: str) -> None:
+    chain_request_compaction(chain=Chain.objects.get(pk=chain_id), instructions=instructions, user=None)
+
+
+class _Agent:
+    """The agent's side of the conversation: the history it resends, and what it has not sent yet."""
+
+    def __init__(self, turns: ModelTurns) -> None:
+        self.turns = turns
+        self.history: list[Message] = []
+        self.pending: list[Message] = []
+
+    def play(self, batch: list[Message]) -> int:
+        """A batch led by an assistant message is a model call (its tool results go out with the next one);
+        anything else waits for the next call. Returns how many messages reached the chain."""
+        if batch[0]["role"] != "assistant":
+            self.pending += batch
+            return 0
+        sent = self.history + self.pending
+        answer = self.turns.call(sent, batch[0])
+        written = len(self.pending) + 1
+        self.history, self.pending = sent + [answer], list(batch[1:])
+        return written
 
 
 def demo_run(*, flow: Flow, chain: Chain, speed: float = 1.0, stop: threading.Event | None = None,
              campaigns: int = DEMO_MAX_CAMPAIGNS, seed: int = 5023,
-             sleep: Callable[[float], None] = time.sleep) -> int:
-    """Play campaigns into the chain (blocking). Returns the number of messages appended."""
+             sleep: Callable[[float], None] = time.sleep, turns: ModelTurns | None = None) -> int:
+    """Play campaigns into the chain (blocking), its model calls through `turns` (default: written directly).
+    Returns the number of messages appended."""
     rng = random.Random(seed)
     stop = stop or threading.Event()
     pause = DEMO_TURN_SECONDS / max(speed, 0.01)
+    agent = _Agent(turns or DirectTurns(chain))
     appended = 0
     _set_status(flow.pk, FlowStatus.RUNNING)
     for n in range(campaigns):
@@ -181,18 +211,29 @@ def demo_run(*, flow: Flow, chain: Chain, speed: float = 1.0, stop: threading.Ev
                 _set_status(flow.pk, FlowStatus.WAITING)
                 return appended
             if kind == "compact":
-                _request_compaction(chain, payload)
+                _request_compaction(agent.turns.chain_id, payload)
                 continue
-            appended += chain_append(chain=chain, messages=payload).appended
+            appended += agent.play(payload)
             sleep(pause)
     _set_status(flow.pk, FlowStatus.FINISHED)
     return appended
 
 
-def _thread_main(flow_id: int, chain_id: int, speed: float, stop: threading.Event) -> None:
+def gateway_turns(*, owner, chain: Chain, server: str, provider: str = DEMO_PROVIDER_NAME,
+                  post: Post = http_post) -> GatewayTurns:
+    """The demo agent's calls through the gateway of the server at `server` (e.g. http://127.0.0.1:8000):
+    a fresh API token of the owner, and the provider `provider` pointed at this process's scripted model."""
+    upstream = scripted_upstream(window_tokens=DEMO_WINDOW_TOKENS)
+    model = DEMO_MODEL.partition("/")[2]
+    provider_endpoint_ensure(name=provider, base_url=upstream.url, model=model)
+    token = api_token_rotate(user=owner, name=f"{DEMO_TOKEN_NAME} ({provider})")
+    return GatewayTurns(server=server, token=token, chain_id=chain.pk, model=f"{provider}/{model}", post=post)
+
+
+def _thread_main(flow_id: int, chain_id: int, speed: float, stop: threading.Event, turns: ModelTurns | None) -> None:
     try:
         flow = Flow.objects.get(pk=flow_id)
-        demo_run(flow=flow, chain=Chain.objects.get(pk=chain_id), speed=speed, stop=stop)
+        demo_run(flow=flow, chain=Chain.objects.get(pk=chain_id), speed=speed, stop=stop, turns=turns)
     except Exception:  # a background demo must never take the server down; say why in the log
         log.exception("demo flow %s stopped with an error", flow_id)
         close_old_connections()
@@ -202,11 +243,13 @@ def _thread_main(flow_id: int, chain_id: int, speed: float, stop: threading.Even
         connections.close_all()
 
 
-def demo_start(*, owner, speed: float = 1.0) -> Flow:
-    """Create a demo flow and play it in a background thread; returns at once."""
+def demo_start(*, owner, speed: float = 1.0, server: str | None = None) -> Flow:
+    """Create a demo flow and play it in a background thread; returns at once. With `server` (the address
+    of this process's own HTTP server, which may still be starting) its model calls go through the gateway."""
     flow, chain = demo_create(owner=owner)
+    turns = FirstCallFallback(gateway_turns(owner=owner, chain=chain, server=server), chain) if server else None
     stop = threading.Event()
-    thread = threading.Thread(target=_thread_main, args=(flow.pk, chain.pk, speed, stop), daemon=True,
+    thread = threading.Thread(target=_thread_main, args=(flow.pk, chain.pk, speed, stop, turns), daemon=True,
                               name=f"demo-flow-{flow.pk}")
     _running[flow.pk] = DemoHandle(flow.pk, thread, stop)
     thread.start()

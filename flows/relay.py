@@ -31,7 +31,7 @@ from django.conf import settings
 
 __all__ = [
     "Relay", "RELAY_PATH", "SECRET_HEADER", "server_file", "server_publish", "server_unpublish", "server_secret",
-    "relay_connect", "relay_install", "relay_current",
+    "relay_connect", "relay_install", "relay_current", "local_url",
 ]
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def server_file() -> Path:
     return Path(settings.VAR_DIR) / "server.json"
 
 
-def _local_url(host: str, port: int) -> str:
+def local_url(host: str, port: int) -> str:
     """The address a process on this machine uses: a wildcard bind is reached through the loopback."""
     if host in ("", "0.0.0.0", "::", "[::]"):
         host = "127.0.0.1"
@@ -66,7 +66,7 @@ def server_publish(*, host: str, port: int) -> str:
     tmp = target.with_name(f".server.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
-        json.dump({"url": _local_url(host, port), "secret": _secret, "pid": os.getpid()}, out)
+        json.dump({"url": local_url(host, port), "secret": _secret, "pid": os.getpid()}, out)
     os.replace(tmp, target)
     return _secret
 

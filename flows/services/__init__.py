@@ -36,8 +36,8 @@ from .settings import (
 )
 from .summarization import chain_summarize
 from .summarizers import set_summarizer_factory, use_summarizer_factory
-from .users import user_ensure
-from .windows import model_window_ensure
+from .users import api_token_rotate, user_ensure
+from .windows import model_window_ensure, provider_endpoint_ensure, provider_endpoint_remove
 
 __all__ = [
     "MAX_BATCH_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "agent_create", "api_token_create",
@@ -46,5 +46,5 @@ __all__ = [
     "set_summarizer_factory", "use_summarizer_factory",
     "EnvImportReport", "settings_create", "settings_import_env", "settings_override_for", "settings_save",
     "settings_update",
-    "model_window_ensure", "user_ensure",
+    "model_window_ensure", "provider_endpoint_ensure", "provider_endpoint_remove", "user_ensure", "api_token_rotate",
 ]

@@ -176,19 +176,23 @@ def _times_of(state: ChainState, step: RunStep) -> list[datetime | None]:
 
 
 def _save_with_successor(state: ChainState, step: RunStep, snapshot: dict[str, Any]) -> list[SummaryEvent] | None:
-    """Archive the chain unchanged and continue in a successor seeded with the compacted view."""
+    """Archive the chain unchanged and continue in a successor seeded with the compacted view.
+
+    An open tool round (never part of a view) follows the seed as raw messages, so its results still find their
+    calls; messages appended since the state was loaded make the save stale, else the successor would lose them."""
     keep = drop_retried_user_messages(step.after, _times_of(state, step))
     seeded = [step.after[i] for i in keep]
+    pending = [m.to_dict() for m in state.pending_raw]
     with transaction.atomic():
         chain = Chain.objects.select_for_update().get(pk=state.chain.pk)
-        if chain.view_version != state.base_version or not chain.is_active:
+        if chain.view_version != state.base_version or not chain.is_active or chain.last_seq != state.sendable_seq_to:
             return None
         compactions = chain.compactions + 1
         Chain.objects.filter(pk=chain.pk).update(is_active=False, compactions=compactions,
                                                  updated_at=timezone.now())
         successor = Chain.objects.create(agent_id=chain.agent_id, parent=chain, compactions=compactions,
                                          tool_call_id_template=chain.tool_call_id_template)
-        chain_append(chain=successor, messages=seeded)
+        chain_append(chain=successor, messages=seeded + pending)
         successor.view_version = 0
         view = view_create(successor, seeded, [[i + 1] for i in range(len(seeded))], raw_seq_to=len(seeded),
                             snapshot=snapshot, model=state.model or None)

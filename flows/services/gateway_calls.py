@@ -32,15 +32,15 @@ class SentMessages:
 
 
 def _state_messages(chain_id: int, *, prune: bool) -> SentMessages:
-
+    """The newest view plus every raw message after it (an open tool round included: it is never folded)."""
     state = load_state(chain_id)
-    messages = state.messages
+    messages, seq_to = state.sendable, state.sendable_seq_to
     window = window_for(flow=state.chain.agent.flow, row=state.row) if prune else None
     if window is not None and state.row.pruning_mode == PruningMode.ON:
         trimmed = list(prune_view(messages, window_tokens=window[0], settings=state.row))
         if trimmed != messages:
-            return SentMessages(trimmed, state.base_version, state.raw_seq_to, exact=False)
-    return SentMessages(messages, state.base_version, state.raw_seq_to, exact=True)
+            return SentMessages(trimmed, state.base_version, seq_to, exact=False)
+    return SentMessages(messages, state.base_version, seq_to, exact=True)
 
 
 def gateway_view_prepare(*, chain_id: int) -> SentMessages:

@@ -7,7 +7,10 @@ the result with `view_save`. Everything slow happens outside any transaction; th
 transaction that re-checks `chain.view_version` under a row lock, so a run whose base view went stale never
 overwrites the newer one: it starts over from the newer view (at most MAX_SAVE_ATTEMPTS times). A failed
 summarizer still gets the new raw messages into a new view, unsummarized (the model must always see them),
-and the failure is recorded on the event. After commit the page hears `view.updated` and, for compactions,
+and the failure is recorded on the event. A tool round still waiting for its results stays out of every
+run (`ChainState.pending_raw`): folded into a view, the engine would repair it with stand-in results (or
+summarize the call away), and the real results arriving next would then answer a call the view no longer
+holds open. After commit the page hears `view.updated` and, for compactions,
 the hooks and `compaction.*` events run.
 """
 from __future__ import annotations
@@ -39,8 +42,8 @@ from flows.settings_registry import settings_for
 from flows.signals import after_compaction, send_hook
 
 __all__ = [
-    "MAX_SAVE_ATTEMPTS", "COMPACTION_TRIGGERS", "ChainState", "RunStep", "load_state", "view_current",
-    "window_for", "elapsed_ms", "event_start", "event_finish", "event_fail", "view_save", "view_create",
+    "MAX_SAVE_ATTEMPTS", "COMPACTION_TRIGGERS", "ChainState", "RunStep", "open_round_start", "load_state",
+    "view_current", "window_for", "elapsed_ms", "event_start", "event_finish", "event_fail", "view_save", "view_create",
     "hook_after_payload", "on_view_saved",
 ]
 
@@ -61,6 +64,7 @@ class ChainState:
     view_lineage: list[list[int]]
     new_raw: list[Message]
     raw_seq_to: int
+    pending_raw: list[Message] = field(default_factory=list)  # an open tool round at the end: sent, never folded
 
     @property
     def model(self) -> str:
@@ -73,6 +77,15 @@ class ChainState:
     @property
     def lineage(self) -> list[list[int]]:
         return self.view_lineage + [[m.seq] for m in self.new_raw]
+
+    @property
+    def sendable(self) -> list[Message_]:
+        """What the model gets: the view, the settled raw messages and the open tool round after them."""
+        return self.messages + [m.to_dict() for m in self.pending_raw]
+
+    @property
+    def sendable_seq_to(self) -> int:
+        return self.pending_raw[-1].seq if self.pending_raw else self.raw_seq_to
 
 
 @dataclass
@@ -92,16 +105,35 @@ class RunStep:
     tokens_after: int = 0
 
 
+def open_round_start(rows: list[Message]) -> int:
+    """Index in `rows` where a tool round still waiting for results begins (len(rows) when there is none).
+
+    Open means: the last non-tool message is an assistant message with calls, and not all of them are answered
+    yet (a user message after the calls closes the round for good: PentAGI answers them itself)."""
+    for index in range(len(rows) - 1, -1, -1):
+        row = rows[index]
+        if row.role == "tool":
+            continue
+        if row.role != "assistant" or not row.tool_calls:
+            return len(rows)
+        calls = {call.get("id") for call in row.tool_calls}
+        answered = {later.tool_call_id for later in rows[index + 1:]}
+        return len(rows) if calls <= answered else index
+    return len(rows)
+
+
 def load_state(chain_id: int) -> ChainState:
     chain = Chain.objects.select_related("agent__flow").get(pk=chain_id)
     view = ChainView.objects.filter(chain_id=chain_id).order_by("-version").first()
     raw_seq_to = view.raw_seq_to if view else 0
-    new_raw = list(Message.objects.filter(chain_id=chain_id, seq__gt=raw_seq_to).order_by("seq"))
+    raw = list(Message.objects.filter(chain_id=chain_id, seq__gt=raw_seq_to).order_by("seq"))
+    cut = open_round_start(raw)
+    new_raw, pending = raw[:cut], raw[cut:]
     row = settings_for(profile=chain.agent.profile, flow=chain.agent.flow)
     return ChainState(
         chain=chain, row=row, base_version=view.version if view else 0,
         view_messages=list(view.messages) if view else [], view_lineage=list(view.lineage) if view else [],
-        new_raw=new_raw, raw_seq_to=new_raw[-1].seq if new_raw else raw_seq_to)
+        new_raw=new_raw, raw_seq_to=new_raw[-1].seq if new_raw else raw_seq_to, pending_raw=pending)
 
 
 def view_current(*, chain: Chain) -> ChainView | None:

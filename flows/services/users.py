@@ -1,11 +1,14 @@
-"""Accounts the commands create: the demo user and the owners of replayed flows."""
+"""Accounts the commands create: the demo user and the owners of replayed flows, and the demo agent's token."""
 from __future__ import annotations
 
 import secrets
 
 from django.contrib.auth import get_user_model
+from django.db import transaction
 
-__all__ = ["PASSWORD_BYTES", "user_ensure"]
+from flows.models import ApiToken
+
+__all__ = ["PASSWORD_BYTES", "user_ensure", "api_token_rotate"]
 
 PASSWORD_BYTES = 12  # token_urlsafe: 16 characters, about 96 bits
 
@@ -22,3 +25,13 @@ def user_ensure(*, username: str):
         return user, None
     password = secrets.token_urlsafe(PASSWORD_BYTES)
     return users.objects.create_user(username=username, password=password), password
+
+
+def api_token_rotate(*, user, name: str) -> str:
+    """A fresh raw token named `name` for `user`; earlier tokens of that name stop working.
+
+    For a process's own agent (the demo): it holds the raw value in memory only, so the one a previous start
+    issued can never be used again and is removed instead of piling up."""
+    with transaction.atomic():
+        ApiToken.objects.filter(user=user, name=name).delete()
+        return ApiToken.issue(user=user, name=name)[1]

@@ -60,12 +60,17 @@ def _snapshot(chain: Chain) -> list[tuple]:
                                                                                  "tool_calls", "created_at"))
 
 
-@pytestmark_db
-def test_fact_51_a_compaction_with_truncation_continues_in_a_successor(make_chain, monkeypatch):
+def _rotating_chain(make_chain) -> Chain:
+    """Five turns under small budgets with successor segments on: a compaction rotates it."""
     use_summarizer(PipelineSummarizer())
     chain = make_chain()
     small_budgets(chain, keep_recent_tokens=400, truncate_after_compaction=True)
-    grow(chain, range(5))
+    return grow(chain, range(5))
+
+
+@pytestmark_db
+def test_fact_51_a_compaction_with_truncation_continues_in_a_successor(make_chain, monkeypatch):
+    chain = _rotating_chain(make_chain)
     before = _snapshot(chain)
     event = chain_compact(chain_id=chain.pk)
     assert event.outcome == Outcome.OK, event.reason
@@ -150,3 +155,36 @@ def test_the_guard_needs_successor_segments(make_chain, monkeypatch):
     grow(chain, range(5))
     assert chain_summarize(chain_id=chain.pk).trigger == "turn"
     assert Chain.objects.filter(agent=chain.agent).count() == 1
+
+
+@pytestmark_db
+def test_an_open_tool_round_follows_the_seed_into_the_successor(make_chain):
+    chain = _rotating_chain(make_chain)
+    ask, call, result, _answer = turn(5)
+    chain_append(chain=chain, messages=[ask, call])  # the model's call is in; its result is not
+    assert chain_compact(chain_id=chain.pk).outcome == Outcome.OK
+    successor = Chain.objects.get(agent=chain.agent, is_active=True)
+    seeded = [m.to_dict() for m in successor.messages.order_by("seq")]
+    assert seeded[-1]["tool_calls"] == call["tool_calls"]
+    assert view_current(chain=successor).raw_seq_to == len(seeded) - 1  # the open round is raw, not in the view
+    chain_append(chain=successor, messages=[result])  # the real result answers its call in the successor
+
+
+@pytestmark_db
+def test_a_message_appended_during_the_compaction_is_not_lost_to_the_successor(make_chain, monkeypatch):
+    from flows.services import compaction
+
+    chain = _rotating_chain(make_chain)
+    real_step, late = compaction._compact_step, turn(5)
+
+    def step_then_append(*args, **kwargs):
+        step = real_step(*args, **kwargs)
+        if len(late):  # once: the agent's next turn lands while the compaction runs
+            chain_append(chain=Chain.objects.get(pk=chain.pk), messages=[late.pop(0) for _ in range(len(late))])
+        return step
+
+    monkeypatch.setattr(compaction, "_compact_step", step_then_append)
+    assert chain_compact(chain_id=chain.pk).outcome == Outcome.OK
+    successor = Chain.objects.get(agent=chain.agent, is_active=True)
+    texts = [str(m.content) for m in successor.messages.all()]
+    assert any("(turn 5)" in t for t in texts)  # the late turn's answer reached the successor

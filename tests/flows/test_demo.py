@@ -4,12 +4,25 @@ from __future__ import annotations
 import json
 import random
 import re
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 
-from flows.demo import DEMO_MODEL, DEMO_SETTINGS, demo_create, demo_run, demo_turns, turn_batches
-from flows.models import Chain, Flow, Message, ModelWindow, SettingsChange, SummaryEvent
+from flows.demo import (
+    DEMO_MODEL,
+    DEMO_SETTINGS,
+    DEMO_WINDOW_TOKENS,
+    demo_create,
+    demo_run,
+    demo_turns,
+    gateway_turns,
+    turn_batches,
+)
+from flows.demo_upstream import ScriptedUpstream
+from flows.models import ApiToken, Chain, Flow, GatewayCall, Message, ModelWindow, SettingsChange, SummaryEvent
 from summarizer.messages import validate_messages
 
 IP = re.compile(r"\b(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})\b")
@@ -64,6 +77,72 @@ def test_demo_run_writes_the_campaign_through_the_service_and_asks_for_a_compact
     assert all(getattr(override, k) == v for k, v in DEMO_SETTINGS.items())
     assert SettingsChange.objects.filter(settings=override, source="demo").exists()
     assert SummaryEvent.objects.get(chain=chain, trigger="manual").instructions.startswith("Focus on the credentials")
+
+
+def _in_process_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    """The demo's HTTP call served by this test's Django (the real gateway view, in this process)."""
+    extra = {k: v for k, v in headers.items() if k != "Content-Type"}
+    response = Client().generic("POST", urlsplit(url).path, body, content_type="application/json", headers=extra)
+    return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
+
+
+def _normal(message: dict[str, Any]) -> dict[str, Any]:
+    return {"role": message["role"], "content": message.get("content"), "tool_calls": message.get("tool_calls"),
+            "tool_call_id": message.get("tool_call_id") or None}
+
+
+@pytest.mark.django_db
+def test_the_demo_agents_model_calls_go_through_the_gateway(user, monkeypatch):
+    from flows import tasks
+
+    monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
+    monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: None)
+    flow, chain = demo_create(owner=user)
+    turns = gateway_turns(owner=user, chain=chain, server="http://testserver", post=_in_process_post)
+    count = demo_run(flow=flow, chain=chain, campaigns=1, sleep=lambda s: None, turns=turns)
+    raw = [m.to_dict() for m in Message.objects.filter(chain=chain).order_by("seq")]
+    script = campaign(5023)
+    assert count == len(raw) == len(script)
+    assert [_normal(m) for m in raw] == [_normal(m) for m in script]  # every message once, in order
+    calls = list(GatewayCall.objects.filter(chain=chain).order_by("pk"))
+    assert len(calls) == sum(1 for m in script if m["role"] == "assistant")
+    assert {(c.status, c.mode, c.model) for c in calls} == {("ok", "manage", "pentest-agent-16k")}
+    assert all(0 < c.sent_tokens <= DEMO_WINDOW_TOKENS for c in calls)
+    assert calls[-1].sent_message_count < calls[-1].request_messages  # the model got the summarized view
+    assert [c.response_seq for c in calls] == [i + 1 for i, m in enumerate(script) if m["role"] == "assistant"]
+    assert ApiToken.objects.filter(user=user).count() == 1  # the agent authenticated with the owner's token
+
+
+@pytest.mark.django_db
+def test_a_demo_whose_first_gateway_call_is_refused_writes_directly(user, monkeypatch):
+    from flows import tasks
+    from flows.demo_agent import FirstCallFallback
+
+    monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
+    monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: None)
+
+    def disallowed_host(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        return 400, {}, b"<h1>Bad Request (400)</h1>"  # what Django answers a Host outside ALLOWED_HOSTS
+
+    flow, chain = demo_create(owner=user)
+    turns = FirstCallFallback(gateway_turns(owner=user, chain=chain, server="http://x", post=disallowed_host), chain)
+    count = demo_run(flow=flow, chain=chain, campaigns=1, sleep=lambda s: None, turns=turns)
+    raw = [m.to_dict() for m in Message.objects.filter(chain=chain).order_by("seq")]
+    assert count == len(raw) and [_normal(m) for m in raw] == [_normal(m) for m in campaign(5023)]
+
+
+def test_the_scripted_model_answers_with_the_script_and_refuses_what_exceeds_its_window():
+    upstream = ScriptedUpstream(window_tokens=50)
+    try:
+        answer = {"role": "assistant", "content": "done"}
+        status, body = upstream.answer({"messages": [{"role": "user", "content": "hi"}], "x_demo_answer": answer})
+        assert status == 200 and body["choices"][0]["message"] == answer and body["usage"]["prompt_tokens"] > 0
+        status, body = upstream.answer({"messages": [{"role": "user", "content": "word " * 200}],
+                                        "x_demo_answer": answer})
+        assert status == 400 and body["error"]["code"] == "context_length_exceeded"
+        assert upstream.answer({"messages": []})[0] == 400  # no script: no answer made up
+    finally:
+        upstream.close()
 
 
 @pytest.mark.django_db
@@ -122,3 +201,16 @@ def test_replay_reports_unreadable_files_clearly(tmp_path, user):
         call_command("replay", str(bad), speed=0, owner="alice", no_worker=True)
     with pytest.raises(CommandError, match="cannot read"):
         call_command("replay", str(tmp_path / "missing.json"), owner="alice", no_worker=True)
+
+
+@pytest.mark.django_db
+def test_the_foreground_demo_without_a_server_writes_directly_and_leaves_no_provider(user, monkeypatch):
+    from flows import tasks
+    from flows.models import ProviderConfig
+
+    monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
+    monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: None)
+    call_command("demo", campaigns=1, speed=1000, owner="alice", no_worker=True)
+    chain = Chain.objects.get(agent__flow__owner=user, agent__flow__title__startswith="Demo: ")
+    assert chain.last_seq == len(campaign(5023)) and not GatewayCall.objects.exists()
+    assert not ProviderConfig.objects.filter(name__startswith="demo").exists()

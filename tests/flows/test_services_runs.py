@@ -305,3 +305,39 @@ def test_an_overflow_forces_a_compaction_even_when_our_count_says_it_fits(make_c
     assert event.trigger == "overflow" and event.outcome == Outcome.OK, event.reason
     after = view_current(chain=chain)
     assert after.version == before.version + 1 and after.token_count < before.token_count
+
+
+def _call(call_id: str) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": "run", "arguments": "{}"}}]}
+
+
+def test_an_open_tool_round_stays_out_of_the_view_until_its_results_arrive(make_chain, tool_round):
+    use_summarizer(PipelineSummarizer())
+    chain = make_chain(tool_round)
+    chain_append(chain=chain, messages=[{"role": "user", "content": "next"}, _call("c9")])
+    state = load_state(chain.pk)
+    assert [m.seq for m in state.new_raw] == [1, 2, 3, 4, 5, 6] and [m.seq for m in state.pending_raw] == [7]
+    assert state.sendable[-1]["tool_calls"][0]["id"] == "c9" and state.sendable_seq_to == 7
+    chain_summarize(chain_id=chain.pk)
+    assert view_current(chain=chain).raw_seq_to == 6
+    assert all(m.get("tool_call_id") != "c9" for m in view_current(chain=chain).messages)  # no stand-in result
+    chain_append(chain=chain, messages=[{"role": "tool", "tool_call_id": "c9", "content": "done"}])
+    state = load_state(chain.pk)
+    assert [m.seq for m in state.new_raw] == [7, 8] and not state.pending_raw
+
+
+@pytest.mark.parametrize(("roles", "expected"), [
+    ([], 0), (["user"], 1), (["user", "call:a"], 1), (["call:a", "tool:a"], 2), (["call:a+b", "tool:a"], 0),
+    (["tool:a", "tool:b"], 2), (["call:a", "user"], 2), (["call:a", "assistant"], 2),
+])
+def test_the_open_round_starts_at_an_assistant_whose_calls_are_not_all_answered(roles, expected):
+    from flows.services.runs import open_round_start
+
+    def row(spec: str) -> Message:
+        kind, _, ids = spec.partition(":")
+        if kind == "call":
+            return Message(role="assistant", tool_calls=[{"id": i} for i in ids.split("+")])
+        return Message(role=kind, tool_call_id=ids)
+
+    assert open_round_start([row(spec) for spec in roles]) == expected

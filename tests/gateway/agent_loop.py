@@ -22,6 +22,27 @@ def tool_output(cmd: str, turn: int) -> str:
     return f"$ {cmd}\n" + "\n".join(rows)
 
 
+def tool_pairs_valid(messages: list[dict[str, Any]]) -> bool:
+    """Every tool result answers a call of the assistant message right before its run of results, and every
+    call is answered before the next non-tool message."""
+    pending: set[str] = set()
+    for message in messages:
+        if message["role"] == "tool":
+            if message.get("tool_call_id") not in pending:
+                return False
+            pending.discard(message["tool_call_id"])
+        else:
+            if pending:
+                return False
+            pending = {c["id"] for c in message.get("tool_calls") or []}
+    return True
+
+
+def pairing(messages: list[dict[str, Any]]) -> list[tuple[str, str | None, list[str]]]:
+    """Roles and call ids, to see a broken pairing in a failure message."""
+    return [(m["role"], m.get("tool_call_id"), [c["id"] for c in m.get("tool_calls") or []]) for m in messages]
+
+
 def _assistant_dict(message: Any) -> dict[str, Any]:
     return message.model_dump(exclude_none=True) if hasattr(message, "model_dump") else message
 

@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from summarizer import count_tokens
-from tests.gateway.agent_loop import run_agent
+from tests.gateway.agent_loop import pairing, run_agent, tool_pairs_valid
 from tests.gateway.conftest import UPSTREAM_KEY, WINDOW_TOKENS, Gateway
 
 pytestmark = pytest.mark.timeout(600)
@@ -16,25 +16,6 @@ pytestmark = pytest.mark.timeout(600)
 
 def _client(gateway: Gateway) -> openai.OpenAI:
     return openai.OpenAI(base_url=gateway.v1, api_key=gateway.token, max_retries=0, timeout=60)
-
-
-def _tool_pairs_valid(messages: list[dict[str, Any]]) -> bool:
-    pending: set[str] = set()
-    for message in messages:
-        if message["role"] == "tool":
-            if message["tool_call_id"] not in pending:
-                return False
-            pending.discard(message["tool_call_id"])
-        else:
-            if pending:
-                return False
-            pending = {c["id"] for c in message.get("tool_calls") or []}
-    return True
-
-
-def _pairing(messages: list[dict[str, Any]]) -> list[tuple[str, str | None, list[str]]]:
-    """Roles and call ids, to see a broken pairing in the failure message."""
-    return [(m["role"], m.get("tool_call_id"), [c["id"] for c in m.get("tool_calls") or []]) for m in messages]
 
 
 def _raw_messages(gateway: Gateway, chain_id: int) -> list[dict[str, Any]]:
@@ -58,7 +39,7 @@ def test_a_20_turn_agent_stays_in_one_chain_and_every_request_fits(gateway: Gate
     for request in sent:
         messages = request["body"]["messages"]
         assert count_tokens(messages, model="gpt-4o") <= WINDOW_TOKENS
-        assert _tool_pairs_valid(messages), _pairing(messages)
+        assert tool_pairs_valid(messages), pairing(messages)
         assert request["auth"] == f"Bearer {UPSTREAM_KEY}"  # the agent never sees the upstream key
     raw = _raw_messages(gateway, chain_ids[0])
     assert [_normal(m) for m in raw] == [_normal(m) for m in history]  # every message once, in order

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from flows import selectors
 from flows.demo import demo_start
-from flows.relay import server_publish, server_unpublish
+from flows.relay import local_url, server_publish, server_unpublish
 from flows.services import user_ensure
 from flows.services.queue import SUMMARIZE_CHAIN, enqueue
 from flows.services.recovery import abandoned_after_seconds, events_recover_interrupted
@@ -46,7 +46,7 @@ class Command(BaseCommand):
             self._recover_interrupted()  # first: interrupted runs are closed or re-queued
             self._catch_up()  # then chains whose view is behind their raw messages (e.g. imported meanwhile)
         if not no_demo:
-            self._start_demo(user)
+            self._start_demo(user, server=local_url(host, port))
         url = f"http://{host}:{port}/"
         if not settings.REDIS_URL:
             server_publish(host=host, port=port)
@@ -96,9 +96,10 @@ class Command(BaseCommand):
         if recovered.requeued_compactions or recovered.closed_as_failed:
             self.stdout.write(f"after the last stop: {recovered}")
 
-    def _start_demo(self, user) -> None:
+    def _start_demo(self, user, *, server: str) -> None:
+        """The demo agent calls this server's gateway (`/v1/chat/completions`), as a connected agent would."""
         try:
-            flow = demo_start(owner=user)
+            flow = demo_start(owner=user, server=server)
         except Exception as exc:  # the product must still start when the demo can't
             log.exception("demo failed to start")
             self.stdout.write(f"demo failed to start: {exc}")
