@@ -22,9 +22,9 @@ from flows.relay import relay_current
 
 __all__ = [
     "MessageAppendedEvent", "ViewUpdatedEvent", "CompactionStartedEvent", "CompactionCompletedEvent",
-    "CompactionFailedEvent", "GatewayCallEvent", "GatewayCallDeltaEvent", "ChainRewrittenEvent", "ChainEvent",
-    "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES", "group_name", "broadcast", "abroadcast",
-    "bind_event_loop",
+    "CompactionSkippedEvent", "CompactionFailedEvent", "GatewayCallEvent", "GatewayCallDeltaEvent",
+    "ChainRewrittenEvent", "ChainEvent", "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES",
+    "group_name", "broadcast", "abroadcast", "bind_event_loop",
 ]
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,17 @@ class CompactionCompletedEvent(TypedDict):
     calls: int
     duration_ms: int
     compactions: int
+
+
+class CompactionSkippedEvent(TypedDict):
+    """A compaction that finished without changing the view (nothing to compact, already fits): its notice
+    must still close, or a user who asked for "compact now" waits for a report that never comes."""
+
+    type: Literal["compaction.skipped"]
+    chain_id: int
+    event_id: int
+    trigger: str
+    reason: str
 
 
 class CompactionFailedEvent(TypedDict):
@@ -121,10 +132,11 @@ class ChainRewrittenEvent(TypedDict):
 # Named *Event so that `CompactionFailedEvent` (a live notice) is never confused with the engine's exception
 # `summarizer.CompactionFailed`.
 ChainEvent = (MessageAppendedEvent | ViewUpdatedEvent | CompactionStartedEvent | CompactionCompletedEvent
-              | CompactionFailedEvent | GatewayCallEvent | GatewayCallDeltaEvent | ChainRewrittenEvent)
-EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.failed",
-               "gateway.call.started", "gateway.call.retried", "gateway.call.finished", "gateway.call.delta",
-               "chain.rewritten")
+              | CompactionSkippedEvent | CompactionFailedEvent | GatewayCallEvent | GatewayCallDeltaEvent
+              | ChainRewrittenEvent)
+EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.skipped",
+               "compaction.failed", "gateway.call.started", "gateway.call.retried", "gateway.call.finished",
+               "gateway.call.delta", "chain.rewritten")
 
 
 class AppendedUpToEvent(TypedDict):

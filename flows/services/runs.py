@@ -171,6 +171,9 @@ def _announce(event: SummaryEvent, compactions: int) -> None:
     if event.outcome == Outcome.FAILED:
         broadcast(event.chain_id, {"type": "compaction.failed", "chain_id": event.chain_id, "event_id": event.pk,
                                    "trigger": event.trigger, "reason": event.reason})
+    elif event.outcome == Outcome.SKIPPED:
+        broadcast(event.chain_id, {"type": "compaction.skipped", "chain_id": event.chain_id, "event_id": event.pk,
+                                   "trigger": event.trigger, "reason": event.reason})
     elif event.outcome == Outcome.OK:
         broadcast(event.chain_id, {
             "type": "compaction.completed", "chain_id": event.chain_id, "event_id": event.pk,

@@ -4,7 +4,7 @@
 const section = document.getElementById("timeline");
 const REFRESH_DEBOUNCE_MS = 300;
 const MAX_BACKOFF_MS = 15000;
-const REFRESHING = new Set(["view.updated", "compaction.started", "compaction.completed", "compaction.failed"]);
+const REFRESHING = new Set(["view.updated", "compaction.started", "compaction.completed", "compaction.skipped", "compaction.failed"]);
 const state = { open: 0, refreshes: 0, timer: 0 };
 
 function setStatus() {

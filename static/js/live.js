@@ -228,6 +228,9 @@ function onEvent(ev) {
       refreshPanel();
       break;
     }
+    case "compaction.skipped": // finished without changing the view: close the notice with the reason
+      notice(`Compaction #${ev.event_id} changed nothing (${ev.trigger}): ${ev.reason || "nothing to compact"}`, "skipped", `event-${ev.event_id}`);
+      break;
     case "compaction.failed":
       notice(`Compaction #${ev.event_id} failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed", `event-${ev.event_id}`);
       refreshPanel();

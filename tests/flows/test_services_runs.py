@@ -209,6 +209,20 @@ def test_manual_compaction_keeps_the_recent_tail_and_counts(make_chain, monkeypa
     assert sent[-1]["compactions"] == 1 and sent[-1]["event_id"] == event.pk
 
 
+def test_a_manual_compaction_that_changes_nothing_still_reports_its_end(make_chain, monkeypatch,
+                                                                       django_capture_on_commit_callbacks):
+    use_summarizer(PipelineSummarizer())
+    sent = _record_broadcasts(monkeypatch)
+    chain = make_chain()
+    small_budgets(chain, keep_recent_tokens=100_000)  # the whole view sits in the kept tail: nothing to compact
+    grow(chain, range(1))
+    with django_capture_on_commit_callbacks(execute=True):
+        event = chain_compact(chain_id=chain.pk, instructions="")
+    assert event.outcome == Outcome.SKIPPED
+    assert [e["type"] for e in sent][-1] == "compaction.skipped"
+    assert sent[-1]["event_id"] == event.pk and sent[-1]["reason"] == event.reason
+
+
 def test_manual_compaction_without_a_kept_tail_is_a_hard_checkpoint(make_chain, monkeypatch):
     use_summarizer(PipelineSummarizer())
     chain = make_chain()
