@@ -96,7 +96,9 @@ class Server:
     def _start(self) -> None:
         self._tmp = Path(tempfile.mkdtemp(prefix="pentagi-bench-"))
         env = {**os.environ, "PENTAGI_WEB_VAR_DIR": str(self._tmp), "SECRET_KEY": secrets.token_urlsafe(32),
-               "ALLOWED_HOSTS": f"{HOST},localhost", "LOG_LEVEL": "WARNING", "DEBUG": "false"}
+               "ALLOWED_HOSTS": f"{HOST},localhost", "LOG_LEVEL": "WARNING", "DEBUG": "false",
+               # every simulated viewer is the same user: lift the per-user socket cap (20) above the viewer count
+               "WS_MAX_PER_USER": "500"}
         env.pop("DATABASE_URL", None)
         env.pop("REDIS_URL", None)
         if self.db == "postgres":
