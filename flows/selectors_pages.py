@@ -22,7 +22,7 @@ from .selectors import chains_visible_to, flows_visible_to
 __all__ = [
     "PAGE_SIZE_MESSAGES", "SUMMARY_TOOL_NAME", "SUMMARY_PREFIX", "WindowInfo", "FlowRow", "RawFilters",
     "window_for_model", "flows_list_rows", "flow_for_page", "flow_detail_context", "chain_for_page",
-    "chain_tool_names", "raw_page", "raw_page_count", "chain_totals", "view_for_chain", "events_for_chain",
+    "chain_tool_names", "raw_page", "raw_page_count", "chain_totals", "view_for_chain",
     "view_history", "raw_prefix_bytes", "display_text", "is_summary_message", "settings_row_for",
 ]
 
@@ -214,10 +214,6 @@ def chain_totals(*, chain: Chain) -> dict[str, int]:
 def view_for_chain(*, chain: Chain) -> ChainView | None:
     """The newest view (the one the model receives next)."""
     return (ChainView.objects.filter(chain=chain).prefetch_related("sections").order_by("-version").first())
-
-
-def events_for_chain(*, chain: Chain) -> list[SummaryEvent]:
-    return list(SummaryEvent.objects.filter(chain=chain).order_by("-id")[:EVENTS_SHOWN])
 
 
 def view_history(*, chain: Chain) -> dict[str, list[dict[str, Any]]]:

@@ -28,20 +28,16 @@ from flows.settings_spec import (
     SETTINGS_FIELDS,
     SettingSpec,
     env_fallback,
-    parse_bool,
 )
 
 __all__ = [
-    "SettingField", "SETTINGS_FIELDS", "FIELDS_BY_NAME", "SettingsError", "ASSISTANT_FORCED", "defaults_for",
+    "SETTINGS_FIELDS", "FIELDS_BY_NAME", "SettingsError", "ASSISTANT_FORCED", "defaults_for",
     "settings_for", "summarizer_config_for", "settings_validate", "settings_warnings", "settings_values",
-    "settings_from_env", "settings_env_export", "settings_env_export_rows", "parse_env_bool", "parse_env_text",
+    "settings_from_env", "settings_env_export", "settings_env_export_rows", "parse_env_text",
     "EnvImportPlan", "env_import_plan", "compaction_provider_choices", "AGENT", "ASSISTANT", "PROFILES",
 ]
 
 log = logging.getLogger(__name__)
-
-SettingField = SettingSpec  # the name older code imports
-parse_env_bool = parse_bool  # one boolean parser: Go's strconv.ParseBool set, as PentAGI
 
 
 class SettingsError(ValueError):
