@@ -38,7 +38,7 @@ SERVICE_RANKS: dict[str, int] = {
     "view_records": 0, "queue": 0, "summarizers": 0, "memory": 0, "settings": 0, "users": 0, "windows": 0,
     "gateway_threads": 0, "history": 1, "recovery": 1, "preview_cache": 1, "replay": 2,
     "runs": 2, "fitting": 3, "compaction": 4, "summarization": 5, "preview": 5,
-    "gateway": 5, "gateway_calls": 6, "": 7,
+    "gateway": 5, "gateway_calls": 6, "preview_warm": 6, "": 7,
 }
 
 

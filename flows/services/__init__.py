@@ -7,6 +7,7 @@ The package is a one-way pipeline; each module imports only the ones above it in
   fitting        fit a view to the model's window; what every compaction shares
   compaction     manual "compact now", the byte guard, successor segments
   summarization  summarize after a turn, then fit     |  preview  settings preview (nothing saved)
+  preview_warm   fill the preview's caches in a background thread when the settings page opens
 Callers outside import from this facade; docs/architecture.md walks one appended message through it.
 """
 from .compaction import chain_compact, chain_request_compaction
@@ -25,6 +26,7 @@ from .history import (
     turn_completed,
 )
 from .preview import chain_preview
+from .preview_warm import preview_warm, preview_warm_later, preview_warm_wait
 from .runs import view_current
 from .settings import (
     EnvImportReport,
@@ -43,6 +45,7 @@ __all__ = [
     "MAX_BATCH_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "agent_create", "api_token_create",
     "chain_append", "chain_import", "flow_create", "flow_set_status", "turn_completed",
     "chain_summarize", "chain_fit", "chain_compact", "chain_request_compaction", "chain_preview", "view_current",
+    "preview_warm", "preview_warm_later", "preview_warm_wait",
     "set_summarizer_factory", "use_summarizer_factory",
     "EnvImportReport", "settings_create", "settings_import_env", "settings_override_for", "settings_save",
     "settings_update",

@@ -21,7 +21,7 @@ from ..models import Chain, Flow, Profile, SummarizerSettings
 from ..params import parse_id
 from ..selectors import chains_visible_to, flows_visible_to
 from ..selectors_pages import WindowInfo, flow_for_page, window_for_model
-from ..services import settings_import_env, settings_save
+from ..services import preview_warm_later, settings_import_env, settings_save
 from ..settings_registry import (
     SETTINGS_FIELDS,
     SettingsError,
@@ -109,20 +109,29 @@ def _window_checked(flow: Flow | None, chain_id: int | None, chains: list[Chain]
     return window_for_model(flow.model_name) if flow is not None and flow.model_name else None
 
 
+def _picked_chain(chain_id: int | None, chains: list[Chain]) -> int | None:
+    """The chain the preview runs on: the one asked for, else the most recently updated one offered."""
+    return chain_id or (chains[0].pk if chains else None)
+
+
 def _render(request: HttpRequest, *, profile: str, flow: Flow | None, values: Mapping[str, Any],
             errors: Mapping[str, str] | None = None, preview: dict[str, Any] | None = None,
-            chain_id: int | None = None, status: int = 200) -> HttpResponse:
+            chain_id: int | None = None, status: int = 200, warm: bool = False) -> HttpResponse:
     row = settings_for(profile=profile, flow=flow)
     chains = _preview_chains(request, flow)
+    picked = _picked_chain(chain_id, chains)
+    if warm and picked is not None and any(c.pk == picked for c in chains):  # only a chain the user may see
+        # the page's first preview posts these same values: warm its caches while the user reads the page
+        preview_warm_later(chain_id=picked, settings=dict(values))
     context = {
         "nav": "settings", "profile": profile, "profiles": Profile.values, "flow": flow,
         "flows": list(flows_visible_to(user=request.user).order_by("-updated_at")[:200]),
         "groups": _fields(profile, values, errors or {}), "errors": errors or {},
         "has_override": row.flow_id is not None and flow is not None,
         "can_save": flow is not None or request.user.is_staff, "chains": chains,
-        "chain_id": chain_id or (chains[0].pk if chains else None), "preview": preview,
+        "chain_id": picked, "preview": preview,
         "history": list(row.changes.select_related("user")[:10]),
-        "window_checked": _window_checked(flow, chain_id or (chains[0].pk if chains else None), chains),
+        "window_checked": _window_checked(flow, picked, chains),
         "import_form": EnvImportForm() if request.user.is_staff else None,
     }
     return render(request, "flows/settings.html", context, status=status)
@@ -141,7 +150,8 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     chain_id = parse_id(params.get("chain"))
     row = settings_for(profile=profile, flow=flow)
     if request.method == "GET":
-        return _render(request, profile=profile, flow=flow, values=settings_values(row), chain_id=chain_id)
+        return _render(request, profile=profile, flow=flow, values=settings_values(row), chain_id=chain_id,
+                       warm=True)
     data = form_data(request.POST, profile)
     posted = {**settings_values(row), **data}
     try:
