@@ -178,6 +178,15 @@ def test_the_event_page_shows_each_calls_prompt_and_answer_escaped(client_for, q
     assert "<script>x" not in body
 
 
+def test_the_event_page_says_when_a_call_or_event_stored_no_texts(client_for, qa_chain):
+    event = SummaryEvent.objects.create(chain=qa_chain, trigger="turn", outcome="ok")  # no settings snapshot
+    LLMCall.objects.create(event=event, model="old-call", prompt_bytes=2048)  # before calls kept their texts
+    LLMCall.objects.create(event=event, model="failed-call", prompt_text="user:\nhi", ok=False, error="timeout")
+    body = client_for.get(f"/chains/{qa_chain.pk}/events/{event.pk}/").content.decode()
+    assert body.count("Prompt and answer not stored") == 1 and "No answer stored: the call failed." in body
+    assert "No settings were recorded with this event." in body and "<pre class=\"msg-body\">{}</pre>" not in body
+
+
 def test_between_two_versions_the_charted_view_grows_with_the_raw_chain():
     from flows.views.charts import bytes_chart
 
