@@ -1,7 +1,8 @@
 // Settings page: preview as you type. Each change (debounced) posts the form with action=preview and the
 // X-Partial header; the server answers with the preview section alone (rendered and escaped by Django), which
 // replaces the old one in place: no navigation, no scroll jump. Fields that differ from their default are
-// marked as they change. Without JavaScript the Preview button does the same with a full page.
+// marked as they change. Without JavaScript the Preview button does the same with a full page. Opening the
+// page already warms the server's caches for the picked chain (flows/services/preview_warm.py).
 const DEBOUNCE_MS = 250;
 const form = document.getElementById("settings-form");
 const state = { timer: 0, seq: 0, controller: null, stats: { sent: 0, shown: 0, lastMs: 0 } };
@@ -59,7 +60,12 @@ function schedule() {
 
 if (form) {
   form.addEventListener("input", (e) => { if (e.target.matches("input, select")) { markChanged(e.target); schedule(); } });
-  form.addEventListener("change", (e) => { if (e.target.matches("input, select")) { markChanged(e.target); schedule(); } });
+  form.addEventListener("change", (e) => {
+    if (!e.target.matches("input, select")) return;
+    markChanged(e.target);
+    // another chain picked: nothing to debounce, and its caches are cold, so the sooner the better
+    if (e.target.id === "preview-chain") { clearTimeout(state.timer); preview(); } else schedule();
+  });
   document.getElementById("preview-btn")?.addEventListener("click", (e) => { e.preventDefault(); preview(); });
   window.pentagiSettings = { state, preview };
 }

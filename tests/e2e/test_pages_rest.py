@@ -1,6 +1,7 @@
 """Issue 12 outside the chain page, in a real browser: the settings preview follows typing without navigation,
-shows a diff and keeps its column in view; defaults are read-only for non-staff; the flow timeline is live;
-the flows list, flow page, settings, upload and login pages have no horizontal overflow at 360 px."""
+shows a diff and keeps its column in view, and follows the chain picker; defaults are read-only for non-staff;
+the flow timeline is live; the flows list, flow page, settings, upload and login pages have no horizontal
+overflow at 360 px."""
 from __future__ import annotations
 
 import pytest
@@ -50,6 +51,18 @@ def test_the_preview_follows_typing_without_navigation_and_shows_a_diff(page, se
     page.fill("#id_last_sec_bytes", str(50 * 1024))  # back to the default: the mark goes away
     wait_for_js(page, "window.pentagiSettings.state.stats.shown > 1", timeout=60_000)
     assert "last_sec_bytes" not in changed_fields(page)
+
+
+def test_picking_another_chain_previews_on_it_without_navigation(page, server):
+    first = flow_with_turns(server, "Picked first", 3)
+    other = flow_with_turns(server, "Picked other", 3)
+    page.goto(f"{server.url}/settings/?chain={first['chain']}")  # the defaults: every chain is offered
+    page.evaluate("window.__notReloaded = true")
+    page.select_option("#preview-chain", str(other["chain"]))  # no Preview button, no other change
+    wait_for_js(page, "window.pentagiSettings.state.stats.shown > 0", timeout=60_000)
+    assert page.evaluate("window.__notReloaded") is True
+    assert f"on chain #{other['chain']}" in page.locator("#preview-h").inner_text()
+    assert page.evaluate("window.pentagiSettings.state.stats.sent") == 1  # one request, not one per event
 
 
 def test_defaults_are_read_only_for_a_non_staff_user(page, server):
