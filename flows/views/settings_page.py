@@ -120,9 +120,6 @@ def _render(request: HttpRequest, *, profile: str, flow: Flow | None, values: Ma
     row = settings_for(profile=profile, flow=flow)
     chains = _preview_chains(request, flow)
     picked = _picked_chain(chain_id, chains)
-    if warm and picked is not None and any(c.pk == picked for c in chains):  # only a chain the user may see
-        # the page's first preview posts these same values: warm its caches while the user reads the page
-        preview_warm_later(chain_id=picked, settings=dict(values))
     context = {
         "nav": "settings", "profile": profile, "profiles": Profile.values, "flow": flow,
         "flows": list(flows_visible_to(user=request.user).order_by("-updated_at")[:200]),
@@ -134,7 +131,12 @@ def _render(request: HttpRequest, *, profile: str, flow: Flow | None, values: Ma
         "window_checked": _window_checked(flow, picked, chains),
         "import_form": EnvImportForm() if request.user.is_staff else None,
     }
-    return render(request, "flows/settings.html", context, status=status)
+    response = render(request, "flows/settings.html", context, status=status)
+    if warm and picked is not None and any(c.pk == picked for c in chains):  # only a chain the user may see
+        # the page's first preview posts these same values: warm its caches (once the page is rendered, in a
+        # thread) while the user reads the page
+        preview_warm_later(chain_id=picked, settings=dict(values))
+    return response
 
 
 def _wants_partial(request: HttpRequest) -> bool:
