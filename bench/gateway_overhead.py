@@ -29,7 +29,13 @@ ANSWER = {"role": "assistant", "content": "Noted; continuing with the next host.
 
 
 class Instant(BaseHTTPRequestHandler):
+    """An upstream that answers at once. Like production servers (asyncio/uvicorn and Go set TCP_NODELAY and
+    write a small response at once) it sends headers and body in one write: http.server's default of two
+    unbuffered writes without TCP_NODELAY stalls every keep-alive call through the gateway's httpx client on
+    Linux's delayed ACK (~40 ms measured), which would measure the kernel, not the gateway."""
+
     protocol_version = "HTTP/1.1"
+    wbufsize = -1  # buffered: flushed once per response (below)
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -51,6 +57,7 @@ class Instant(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+        self.wfile.flush()
 
 
 def history(size: int, tag: str) -> list[dict[str, Any]]:
@@ -67,8 +74,8 @@ def history(size: int, tag: str) -> list[dict[str, Any]]:
 
 
 def post(conn: http.client.HTTPConnection, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[
-        float, float]:
-    """(total seconds, seconds to the first body byte)."""
+        float, float, str]:
+    """(total seconds, seconds to the first body byte, the X-Chain-Id the gateway answered with)."""
     started = time.perf_counter()
     conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json", **headers})
     response = conn.getresponse()
@@ -77,7 +84,7 @@ def post(conn: http.client.HTTPConnection, path: str, body: dict[str, Any], head
     rest = response.read()
     if response.status != 200:
         raise RuntimeError(f"{path}: HTTP {response.status}: {rest[:300]!r}")
-    return time.perf_counter() - started, first
+    return time.perf_counter() - started, first, response.getheader("X-Chain-Id", "")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -85,35 +92,55 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] * 1000
 
 
-def run_case(server: Server, upstream_port: int, size: int, mode: str, calls: int, stream: bool) -> dict[str, Any]:
+def run_case(server: Server, upstream_port: int, size: int, mode: str, calls: int, stream: bool,
+             think: float) -> dict[str, Any]:
     tag = f"{size}-{mode}-{stream}-{time.monotonic_ns()}"
     messages = history(size, tag)
     gw = http.client.HTTPConnection(HOST, server.port, timeout=120)
     up = http.client.HTTPConnection(HOST, upstream_port, timeout=120)
     headers = {"Authorization": f"Bearer {server.token}", "X-Gateway-Mode": mode}
     base = {"model": "bench-up/bench-model", "stream": stream}
-    post(gw, "/v1/chat/completions", {**base, "messages": messages}, headers)  # creates the chain (not timed)
+    *_, chain_id = post(gw, "/v1/chat/completions", {**base, "messages": messages}, headers)  # not timed
     gateway, direct, gw_first, up_first = [], [], [], []
     for n in range(calls):
+        time.sleep(think)  # the agent's own time between calls (its tools, its model); the worker summarizes
         messages = messages + [ANSWER, {"role": "user", "content": f"Next step {n}."}]
-        total, first = post(gw, "/v1/chat/completions", {**base, "messages": messages}, headers)
+        total, first, _ = post(gw, "/v1/chat/completions", {**base, "messages": messages}, headers)
         gateway.append(total)
         gw_first.append(first)
-        total, first = post(up, "/v1/chat/completions", {**base, "model": "bench-model", "messages": messages}, {})
+        total, first, _ = post(up, "/v1/chat/completions", {**base, "model": "bench-model", "messages": messages},
+                               {})
         direct.append(total)
         up_first.append(first)
     gw.close()
     up.close()
+    summarizing = summarize_seconds(server, chain_id)[-calls:]
+    beyond = [g - d - s for g, d, s in zip(gateway, direct, summarizing, strict=True)]
     return {"size": size, "mode": mode, "stream": stream, "gw50": pct(gateway, 0.5), "gw99": pct(gateway, 0.99),
             "up50": pct(direct, 0.5), "up99": pct(direct, 0.99),
             "add50": pct(gateway, 0.5) - pct(direct, 0.5), "add99": pct(gateway, 0.99) - pct(direct, 0.99),
+            "sum50": pct(summarizing, 0.5), "beyond50": pct(beyond, 0.5),
             "ttfb50": pct(gw_first, 0.5), "up_ttfb50": pct(up_first, 0.5)}
+
+
+def summarize_seconds(server: Server, chain_id: str) -> list[float]:
+    """Per call of the chain, oldest first: the time the gateway spent summarizing on the request path."""
+    out = server._manage("shell", "-c", "from flows.models import GatewayCall; print('MS', list(GatewayCall.objects"
+                         f".filter(chain_id={int(chain_id)}).order_by('pk').values_list('summarize_ms', flat=True)))")
+    line = next(x for x in out.splitlines() if x.startswith("MS "))
+    return [ms / 1000 for ms in json.loads(line[3:])]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=40, help="timed calls per case (default 40)")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="chain sizes (default 10,200,2000)")
+    parser.add_argument("--modes", default=",".join(MODES), help="modes (default observe,manage)")
+    parser.add_argument("--no-stream", action="store_true", help="skip the streaming rows")
+    parser.add_argument("--think-ms", type=float, default=0.0,
+                        help="pause before each call, as an agent's tools and model take (default 0)")
     args = parser.parse_args()
+    sizes, modes = [int(s) for s in args.sizes.split(",")], args.modes.split(",")
     upstream = ThreadingHTTPServer((HOST, 0), Instant)
     upstream.daemon_threads = True
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
@@ -124,20 +151,20 @@ def main() -> None:
     with Server(db="sqlite", layer="embedded") as server:
         server._manage("shell", "-c", "from flows.models import ProviderConfig; ProviderConfig.objects.create("
                        f"name='bench-up', kind='openai', base_url='http://{HOST}:{port}/v1')")
-        for size in SIZES:
-            for mode in MODES:
-                rows.append(run_case(server, port, size, mode, args.calls, stream=False))
+        for size in sizes:
+            for mode in modes:
+                rows.append(run_case(server, port, size, mode, args.calls, stream=False, think=args.think_ms / 1000))
                 print(f"done {size} {mode}", file=sys.stderr, flush=True)
-        for mode in MODES:
-            rows.append(run_case(server, port, 200, mode, args.calls, stream=True))
+        for mode in [] if args.no_stream else modes:
+            rows.append(run_case(server, port, 200, mode, args.calls, stream=True, think=args.think_ms / 1000))
     upstream.shutdown()
     print("| messages | mode | stream | gateway p50 / p99 ms | direct p50 / p99 ms | added p50 / p99 ms "
-          "| first byte p50 ms (gateway / direct) |")
-    print("|---:|---|---|---:|---:|---:|---:|")
+          "| of it summarizing p50 ms | added beyond summarizing p50 ms | first byte p50 ms (gateway / direct) |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['size']:,} | {r['mode']} | {'yes' if r['stream'] else 'no'} | {r['gw50']:.1f} / {r['gw99']:.1f} "
-              f"| {r['up50']:.1f} / {r['up99']:.1f} | {r['add50']:.1f} / {r['add99']:.1f} "
-              f"| {r['ttfb50']:.1f} / {r['up_ttfb50']:.1f} |")
+              f"| {r['up50']:.1f} / {r['up99']:.1f} | {r['add50']:.1f} / {r['add99']:.1f} | {r['sum50']:.1f} "
+              f"| {r['beyond50']:.1f} | {r['ttfb50']:.1f} / {r['up_ttfb50']:.1f} |")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ the rest by seq, so a frame the channel layer dropped under load can delay a mes
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 from typing import Any, Literal, TypedDict
 
@@ -103,6 +104,7 @@ class GatewayCallEvent(TypedDict):
     attempts: int
     latency_ms: int
     first_byte_ms: int | None
+    summarize_ms: int  # of latency_ms: summarizing/fitting the view on the request path
     response_seq: int | None  # raw seq of the appended answer
     usage: dict[str, Any] | None  # the provider's usage object
     cost_usd: float
@@ -168,7 +170,6 @@ def group_name(chain_id: int) -> str:
     return f"chain-{chain_id}"
 
 
-BROADCAST_TIMEOUT_SECONDS = 5.0
 _server_loop: asyncio.AbstractEventLoop | None = None
 
 
@@ -193,10 +194,17 @@ def _running_on(loop: asyncio.AbstractEventLoop) -> bool:
 def _send(layer: Any, group: str, message: dict[str, Any]) -> None:
     loop = _server_loop
     if loop is not None and loop.is_running() and not _running_on(loop):
+        # Handed to the loop without waiting: a write (a gateway call's appends) must not stall on the loop's
+        # turn. The loop runs these in the order they were handed over, so one thread's events keep their order.
         future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
-        future.result(timeout=BROADCAST_TIMEOUT_SECONDS)
+        future.add_done_callback(_log_failure)
         return
     async_to_sync(layer.group_send)(group, message)
+
+
+def _log_failure(future: concurrent.futures.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("broadcast failed", exc_info=future.exception())
 
 
 def broadcast(chain_id: int, event: ChainEvent) -> None:

@@ -65,13 +65,27 @@ def provider_from_env(environ: Mapping[str, str] | None = None) -> ProviderConfi
     env = os.environ if environ is None else environ
     values = _env_values(env)
     if values is None:
-        return None
-    try:
-        provider = _save_env_provider(values)
-    except IntegrityError:  # another process created it (or took the default) at the same moment
-        provider = _save_env_provider(values)
-    _save_env_window(provider.model, env.get("LLM_SERVER_CONTEXT_TOKENS", ""))
+        provider = None
+    else:
+        try:
+            provider = _save_env_provider(values)
+        except IntegrityError:  # another process created it (or took the default) at the same moment
+            provider = _save_env_provider(values)
+        _save_env_window(provider.model, env.get("LLM_SERVER_CONTEXT_TOKENS", ""))
+    if environ is None:
+        global _synced_env
+        _synced_env = _env_key(env)
     return provider
+
+
+# The process environment as last synced into the "env" row: model calls (every gateway request) skip the
+# sync's transaction while the variables are unchanged and a default provider exists.
+_synced_env: tuple[Any, ...] | None = None
+
+
+def _env_key(env: Mapping[str, str]) -> tuple[Any, ...]:
+    values = _env_values(env)
+    return (tuple(sorted(values.items())) if values else None, env.get("LLM_SERVER_CONTEXT_TOKENS", ""))
 
 
 def _save_env_provider(values: dict[str, str]) -> ProviderConfig:
@@ -113,6 +127,10 @@ def provider_for(*, flow: Flow | None = None, name: str | None = None) -> Provid
         return ProviderConfig.objects.filter(name=name).first()
     if flow is not None and flow.provider_id:
         return ProviderConfig.objects.filter(pk=flow.provider_id).first()
+    if _synced_env == _env_key(os.environ):
+        default = ProviderConfig.objects.filter(is_default=True).first()
+        if default is not None:
+            return default
     provider_from_env()
     return ProviderConfig.objects.filter(is_default=True).first()
 

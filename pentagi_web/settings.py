@@ -67,7 +67,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "pentagi_web.security.ContentSecurityPolicyMiddleware",
     # Static files straight from the ASGI app (compressed, far-future cached): plain Daphne serves them too.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "pentagi_web.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

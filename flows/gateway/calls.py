@@ -22,10 +22,9 @@ from flows.events import abroadcast
 from flows.gateway import upstream
 from flows.gateway.routing import PreparedCall
 from flows.gateway.sse import Assembler, EventSplitter, event_data
-from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable
+from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable, wire_message
 from flows.models import CallStatus, GatewayMode
-from flows.services.gateway import gateway_answer_append
-from flows.services.gateway_calls import gateway_call_finish, gateway_call_retried, gateway_overflow_compact
+from flows.services.gateway_calls import gateway_call_complete, gateway_call_retried, gateway_overflow_compact
 
 __all__ = ["MAX_OVERFLOW_RETRIES", "DELTA_INTERVAL_SECONDS", "upstream_body", "open_upstream", "complete",
            "stream_events", "finish"]
@@ -34,18 +33,13 @@ MAX_OVERFLOW_RETRIES = 3
 DELTA_INTERVAL_SECONDS = 0.25  # live text of a streaming call reaches the page at most 4 times a second
 
 
-def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
-    """A stored message as the upstream accepts it (PentAGI's `reasoning` extension is ours, not the wire's)."""
-    return {k: v for k, v in message.items() if k != "reasoning"}
-
-
 def upstream_body(request: ChatRequest, prepared: PreparedCall, messages: list[dict[str, Any]] | None) -> bytes:
     """Bytes to send: the agent's own body in observe mode (unless retried), else the body with our messages."""
     if messages is None and prepared.model == request.model:
         return request.raw
     body = {**request.body, "model": prepared.model}
     if messages is not None:
-        body["messages"] = [_wire_message(m) for m in messages]
+        body["messages"] = [wire_message(m) for m in messages]
     if request.stream and prepared.mode == GatewayMode.MANAGE:
         body["stream_options"] = {**(request.body.get("stream_options") or {}), "include_usage": True}
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -60,15 +54,9 @@ async def finish(prepared: PreparedCall, started: float, *, status: str, http_st
                  usage: dict[str, Any] | None = None, error: str = "") -> None:
     """Append a complete answer (if any) and close the call record; shielded from the agent hanging up."""
     def run() -> None:
-        seq = None
-        if answer is not None:
-            seq = gateway_answer_append(chain_id=prepared.chain.pk, expected_head=prepared.head_hash,
-                                        message=answer)
-        gateway_call_finish(call=prepared.call, status=status, http_status=http_status,
-                            latency_ms=_elapsed_ms(started), first_byte_ms=first_byte_ms, response=answer,
-                            response_seq=seq, usage=usage,
-                            error=error or ("" if answer is None or seq is not None else
-                                            "answer not appended: the chain moved on during the call"))
+        gateway_call_complete(call=prepared.call, expected_head=prepared.head_hash, history=prepared.history,
+                              answer=answer, status=status, http_status=http_status,
+                              latency_ms=_elapsed_ms(started), first_byte_ms=first_byte_ms, usage=usage, error=error)
 
     await asyncio.shield(sync_to_async(run)())
 

@@ -34,6 +34,7 @@ class PreparedCall:
     mode: str
     sent: SentMessages
     call: GatewayCall
+    history: list[dict[str, Any]]  # the request's messages: the chain's raw history once threaded
 
 
 def chain_headers(chain: Chain | None) -> dict[str, str]:
@@ -57,9 +58,9 @@ def authenticate_bearer(headers: Mapping[str, str]) -> AbstractBaseUser:
     return token.user
 
 
-def resolve_upstream(model_ref: str, chain: Chain) -> tuple[ProviderConfig, str]:
-    """`provider/model` names a provider, else the flow's provider, else the default; the model stays as sent."""
-    named, model = split_model_ref(model_ref)
+def resolve_upstream(named: ProviderConfig | None, model: str, chain: Chain) -> tuple[ProviderConfig, str]:
+    """The provider a `provider/model` prefix named (`split_model_ref`), else the flow's provider, else the
+    default; the model stays as sent."""
     provider = named or provider_for(flow=chain.agent.flow)
     if provider is None or provider.kind != ProviderKind.OPENAI:
         raise GatewayError(503, "no upstream model endpoint is configured: set LLM_SERVER_URL (or OPENAI_API_KEY) "
@@ -86,8 +87,7 @@ def _mode(headers: Mapping[str, str], chain: Chain) -> str:
     return settings_for(profile=chain.agent.profile, flow=chain.agent.flow).gateway_mode
 
 
-def _thread(user: Any, request: ChatRequest, headers: Mapping[str, str]) -> Any:
-    _, model = split_model_ref(request.model)
+def _thread(user: Any, request: ChatRequest, headers: Mapping[str, str], model: str) -> Any:
     try:
         return gateway_thread(user=user, messages=request.messages, pinned_chain_id=_pinned(headers),
                               agent_type=headers.get("X-Agent-Type", "").strip() or "primary_agent",
@@ -100,10 +100,11 @@ def _thread(user: Any, request: ChatRequest, headers: Mapping[str, str]) -> Any:
 
 def prepare_call(user: Any, headers: Mapping[str, str], request: ChatRequest) -> PreparedCall:
     """Thread into a chain, route, pick the mode, build what goes upstream, open the call row."""
-    threaded = _thread(user, request, headers)
-    chain = Chain.objects.select_related("agent__flow").get(pk=threaded.chain.pk)
+    named, model = split_model_ref(request.model)
+    threaded = _thread(user, request, headers, model)
+    chain = threaded.chain  # locked and loaded with its agent and flow by the threading
     try:
-        provider, model = resolve_upstream(request.model, chain)
+        provider, model = resolve_upstream(named, model, chain)
         mode = _mode(headers, chain)
     except GatewayError as exc:
         exc.headers = chain_headers(chain)
@@ -116,4 +117,4 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: ChatRequest) ->
                               stream=request.stream, request_messages=len(request.messages),
                               appended=threaded.appended, sent=sent)
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
-                        mode=mode, sent=sent, call=call)
+                        mode=mode, sent=sent, call=call, history=request.messages)

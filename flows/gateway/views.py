@@ -12,7 +12,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from flows.gateway import calls, upstream
 from flows.gateway.routing import PreparedCall, authenticate_bearer, chain_headers, prepare_call
-from flows.gateway.wire import GatewayError, parse_chat_request
+from flows.gateway.wire import ChatRequest, GatewayError, parse_chat_request
 from flows.models import CallStatus, ProviderConfig, ProviderKind
 from flows.providers import model_window_for, provider_for
 
@@ -41,10 +41,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
         return _method_not_allowed("POST")
     started = time.monotonic()
     try:
-        headers = dict(request.headers)
-        user = await sync_to_async(authenticate_bearer)(headers)  # before parsing: strangers learn nothing
-        chat = parse_chat_request(request.body)
-        prepared = await sync_to_async(prepare_call)(user, headers, chat)
+        chat, prepared = await sync_to_async(_admit)(dict(request.headers), request.body)
     except GatewayError as exc:
         return _error(exc)
     ids = chain_headers(prepared.chain)
@@ -67,6 +64,14 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
     stream["Cache-Control"] = "no-cache"
     stream["X-Accel-Buffering"] = "no"
     return _with_headers(stream, ids)
+
+
+def _admit(headers: dict[str, str], body: bytes) -> tuple[ChatRequest, PreparedCall]:
+    """Authenticate, parse, thread and prepare in one thread hop; the token is checked before the body is
+    even parsed, so strangers learn nothing about it."""
+    user = authenticate_bearer(headers)
+    chat = parse_chat_request(body)
+    return chat, prepare_call(user, headers, chat)
 
 
 def _with_headers(response: Any, headers: dict[str, str]) -> Any:

@@ -9,10 +9,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_BODY_BYTES", "GatewayError", "ChatRequest", "parse_chat_request", "error_body", "storable"]
+__all__ = ["MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "ChatRequest", "parse_chat_request", "error_body",
+           "storable", "wire_message"]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _KEEP_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning")
+INSTRUCTION_ROLES = ("system", "developer")
+ORIGINAL_ROLE = "original_role"  # stored on a mid-conversation system/developer message (see `storable`)
 
 
 class GatewayError(Exception):
@@ -51,19 +54,33 @@ def storable(message: Any, index: int) -> dict[str, Any]:
     """The message as the chain stores it: known keys only, nulls dropped, `developer` read as `system`.
 
     SDKs echo assistant messages back with extra nulls (`refusal`, `audio`, `function_call`); dropping them
-    makes the resent history hash equal to what was stored.
+    makes the resent history hash equal to what was stored. A chain has one system message, its first (as
+    PentAGI's do); a system or developer message later in a request (an instruction some frameworks insert
+    mid-conversation) is stored as a user message carrying `original_role`. Observe mode forwards it as the
+    agent sent it; in manage mode it is part of the view like any user message (PentAGI's view merges
+    consecutive user messages), so it goes upstream as user text.
     """
     if not isinstance(message, dict):
         raise GatewayError(400, f"messages[{index}] must be an object", code="invalid_message")
     out = {k: message[k] for k in _KEEP_KEYS if message.get(k) is not None}
-    if out.get("role") == "developer":
-        out["role"] = "system"
+    if out.get("role") in INSTRUCTION_ROLES:
+        if index:
+            out[ORIGINAL_ROLE] = out["role"]
+            out["role"] = "user"
+        else:
+            out["role"] = "system"
     if out.get("tool_calls") == []:
         del out["tool_calls"]
     if out.get("role") == "assistant" and "content" not in out:
         out["content"] = None
     out.setdefault("content", None)
     return out
+
+
+def wire_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A stored message as the upstream takes it: our own fields (PentAGI's `reasoning`, `original_role`)
+    dropped, since strict endpoints refuse unknown message fields."""
+    return {k: v for k, v in message.items() if k not in ("reasoning", ORIGINAL_ROLE)}
 
 
 def parse_chat_request(raw: bytes) -> ChatRequest:

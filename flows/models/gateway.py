@@ -51,6 +51,8 @@ class GatewayCall(models.Model):
     cost_usd = models.FloatField(default=0.0)
     attempts = models.IntegerField(default=1, help_text="upstream requests (more than 1 after overflow retries)")
     latency_ms = models.IntegerField(default=0)
+    summarize_ms = models.IntegerField(default=0, help_text="of latency_ms: summarizing and fitting the view on the "
+                                                            "request path (manage mode, overflow retries)")
     first_byte_ms = models.IntegerField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

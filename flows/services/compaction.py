@@ -175,6 +175,14 @@ def _times_of(state: ChainState, step: RunStep) -> list[datetime | None]:
             for lin, new in zip(step.lineage, fresh, strict=False)]
 
 
+def _carry_head(chain: Chain, successor: Chain) -> None:
+    """The gateway threads an agent's next request by the raw history it resends, which the successor continues:
+    it takes over the archived chain's head (when that was current), so the next request extends it."""
+    if chain.head_hash and chain.head_seq == chain.last_seq:
+        Chain.objects.filter(pk=successor.pk).update(head_hash=chain.head_hash, root_hash=chain.root_hash,
+                                                     head_seq=successor.last_seq)
+
+
 def _save_with_successor(state: ChainState, step: RunStep, snapshot: dict[str, Any]) -> list[SummaryEvent] | None:
     """Archive the chain unchanged and continue in a successor seeded with the compacted view.
 
@@ -193,6 +201,7 @@ def _save_with_successor(state: ChainState, step: RunStep, snapshot: dict[str, A
         successor = Chain.objects.create(agent_id=chain.agent_id, parent=chain, compactions=compactions,
                                          tool_call_id_template=chain.tool_call_id_template)
         chain_append(chain=successor, messages=seeded + pending)
+        _carry_head(chain, successor)
         successor.view_version = 0
         view = view_create(successor, seeded, [[i + 1] for i in range(len(seeded))], raw_seq_to=len(seeded),
                             snapshot=snapshot, model=state.model or None)

@@ -16,15 +16,15 @@ from flows.events import ChainRewrittenEvent, broadcast
 from flows.models import Agent, Chain, Flow, Outcome, SummaryEvent, Trigger
 from flows.models.chains import AGENT_TYPES
 from flows.services.compaction import active_bytes
-from flows.services.gateway_threads import (
-    EMPTY_HASH,
-    Match,
-    best_match,
-    extend_hash,
-    prefix_hashes,
-    root_index,
+from flows.services.gateway_threads import EMPTY_HASH, Match, best_match, extend_hash, request_hashes, root_index
+from flows.services.history import (
+    MAX_BATCH_MESSAGES,
+    AppendError,
+    agent_create,
+    batch_validate,
+    chain_append_locked,
+    flow_create,
 )
-from flows.services.history import MAX_BATCH_MESSAGES, AppendError, agent_create, chain_append, flow_create
 
 __all__ = ["MAX_THREAD_ATTEMPTS", "ChainNotFound", "ThreadResult", "gateway_thread", "gateway_answer_append"]
 
@@ -34,16 +34,26 @@ TITLE_CHARS = 80
 Msg = dict[str, Any]
 
 
-def _append_all(chain: Chain, messages: list[Msg]) -> None:
-    """chain_append in batches of its maximum (a first request may carry a long history); call in a transaction."""
+def _append_all(chain: Chain, messages: list[Msg], known: list[Msg] | None, **chain_fields: Any) -> None:
+    """Append the request's new `messages` in batches of chain_append's maximum (a first request may carry a
+    long history), holding the row lock; `known` is the chain's raw history in hand (see _history_in_hand)."""
     for offset in range(0, len(messages), MAX_BATCH_MESSAGES):
+        batch = messages[offset:offset + MAX_BATCH_MESSAGES]
+        last = offset + MAX_BATCH_MESSAGES >= len(messages)
         try:
-            chain_append(chain=chain, messages=messages[offset:offset + MAX_BATCH_MESSAGES])
+            chain_append_locked(chain=chain, batch=batch_validate(batch),
+                                prior=None if known is None else known + messages[:offset],
+                                **(chain_fields if last else {}))
         except AppendError as exc:
             if exc.index is None or not offset:
                 raise
             raise AppendError(exc.code, exc.reason, index=exc.index + offset, field=exc.field, status=exc.status,
                               extra=exc.extra) from None
+
+
+def _locked(chain_id: int) -> Chain:
+    """The chain under its row lock, with agent and flow (only the chain's row is locked on PostgreSQL)."""
+    return Chain.objects.select_for_update(of=("self",)).select_related("agent__flow").get(pk=chain_id)
 
 
 class ChainNotFound(LookupError):
@@ -82,16 +92,16 @@ def _owned_chains(user: Any, pinned: int | None) -> Any:
 def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | None = None,
                    agent_type: str = "primary_agent", model_name: str = "") -> ThreadResult:
     """Append the request's new messages to the chain it continues (or a successor, or a new chain)."""
-    hashes = prefix_hashes(messages)
+    hashes = request_hashes(messages)
     root = hashes[root_index(messages)]
     for _attempt in range(MAX_THREAD_ATTEMPTS):
         chains = _owned_chains(user, pinned_chain_id)
         # A chain that is a prefix of the request shares its root: one indexed lookup, whatever the history.
         known = set(hashes)
-        candidates = [(pk, head, seq) for pk, head, seq, last in chains.filter(root_hash__in={root, hashes[0]})
+        candidates = [(pk, head) for pk, head, seq, last in chains.filter(root_hash__in={root, hashes[0]})
                       .values_list("pk", "head_hash", "head_seq", "last_seq") if seq == last and head in known]
         if pinned_chain_id is not None:  # a pinned agent whose chain is still empty takes the whole request
-            candidates += [(pk, EMPTY_HASH, 0) for pk in chains.filter(last_seq=0).values_list("pk", flat=True)]
+            candidates += [(pk, EMPTY_HASH) for pk in chains.filter(last_seq=0).values_list("pk", flat=True)]
         match = best_match(hashes, candidates)
         try:
             if match is not None:
@@ -100,53 +110,58 @@ def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | Non
             if previous is None and pinned_chain_id is not None:
                 previous = chains.order_by("-pk").first()
             if previous is not None:
-                return _rewrite(previous, messages, hashes, root)
+                return _rewrite(previous, messages, hashes)
         except _HeadMoved:
             continue
-        return _create(user, messages, hashes, root, agent_type, model_name)
+        return _create(user, messages, hashes, agent_type, model_name)
     raise _HeadMoved("the chain kept changing under this request")
 
 
 def _extend(match: Match, messages: list[Msg], hashes: list[str]) -> ThreadResult:
     new = messages[match.known:]
     with transaction.atomic():
-        chain = Chain.objects.select_for_update().get(pk=match.chain_id)
+        chain = _locked(match.chain_id)
         expected = hashes[match.known - 1] if match.known else EMPTY_HASH
         if not chain.is_active or chain.head_hash != expected or chain.head_seq != chain.last_seq:
             raise _HeadMoved(chain.pk)
         if new:
-            _append_all(chain, new)
-            Chain.objects.filter(pk=chain.pk).update(head_hash=hashes[-1], head_seq=chain.last_seq,
-                                                     root_hash=hashes[root_index(messages)])
+            _append_all(chain, new, _history_in_hand(chain, messages[:match.known]),
+                        **_head(hashes, messages, chain.last_seq + len(new)))
     return ThreadResult(chain=chain, appended=len(new), head_hash=hashes[-1])
 
 
-def _set_head(chain: Chain, hashes: list[str], root: str) -> None:
-    Chain.objects.filter(pk=chain.pk).update(head_hash=hashes[-1], head_seq=chain.last_seq, root_hash=root)
+def _history_in_hand(chain: Chain, known: list[Msg]) -> list[Msg] | None:
+    """The request's known messages when they are exactly the chain's raw messages (not so in a successor
+    that a compaction seeded with a summary): then appends check pairing in memory, else they read the tail."""
+    return known if len(known) == chain.last_seq else None
 
 
-def _create(user: Any, messages: list[Msg], hashes: list[str], root: str, agent_type: str,
-            model_name: str) -> ThreadResult:
+def _head(hashes: list[str], messages: list[Msg], last_seq: int) -> dict[str, Any]:
+    """Chain fields that record the request's history as the chain's head (written with the last append, after
+    which the chain's last seq is `last_seq`)."""
+    return {"head_hash": hashes[-1], "head_seq": last_seq, "root_hash": hashes[root_index(messages)]}
+
+
+def _create(user: Any, messages: list[Msg], hashes: list[str], agent_type: str, model_name: str) -> ThreadResult:
     with transaction.atomic():
         flow = flow_create(owner=user, title=_title(messages), model_name=model_name)
         agent = agent_create(flow=flow, agent_type=agent_type if agent_type in AGENT_TYPES else "primary_agent")
-        chain = agent.chains.get(is_active=True)
-        _append_all(chain, messages)
-        _set_head(chain, hashes, root)
+        chain = _locked(agent.chains.get(is_active=True).pk)
+        _append_all(chain, messages, [], **_head(hashes, messages, len(messages)))
     return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1])
 
 
-def _rewrite(previous: Chain, messages: list[Msg], hashes: list[str], root: str) -> ThreadResult:
+def _rewrite(previous: Chain, messages: list[Msg], hashes: list[str]) -> ThreadResult:
     """Archive `previous` unchanged and continue in a successor holding the rewritten history."""
     with transaction.atomic():
         old = Chain.objects.select_for_update().get(pk=previous.pk)
         if not old.is_active:
             raise _HeadMoved(old.pk)
         Chain.objects.filter(pk=old.pk).update(is_active=False, updated_at=timezone.now())
-        chain = Chain.objects.create(agent_id=old.agent_id, parent=old, compactions=old.compactions,
-                                     tool_call_id_template=old.tool_call_id_template)
-        _append_all(chain, messages)
-        _set_head(chain, hashes, root)
+        created = Chain.objects.create(agent_id=old.agent_id, parent=old, compactions=old.compactions,
+                                       tool_call_id_template=old.tool_call_id_template)
+        chain = _locked(created.pk)
+        _append_all(chain, messages, [], **_head(hashes, messages, len(messages)))
         event = _rewrite_event(old, chain, len(messages))
         transaction.on_commit(lambda: _announce_rewrite(old, chain, event.pk, len(messages)), robust=True)
     return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1], rewritten_from=old.pk)
@@ -174,13 +189,18 @@ def _flow_of(chain: Chain) -> Flow:
     return Agent.objects.select_related("flow").get(pk=chain.agent_id).flow
 
 
-def gateway_answer_append(*, chain_id: int, expected_head: str, message: Msg) -> int | None:
-    """Append the model's answer; None (nothing written) when the chain moved on meanwhile."""
-    with transaction.atomic():
-        chain = Chain.objects.select_for_update().get(pk=chain_id)
+def gateway_answer_append(*, chain_id: int, expected_head: str, message: Msg,
+                          history: list[Msg] | None = None) -> int | None:
+    """Append the model's answer; None (nothing written) when the chain moved on meanwhile.
+
+    `history` is the request's messages, which the chain held when the call was threaded: with it, pairing is
+    checked in memory (the head hash proves the chain still holds exactly them).
+    """
+    with transaction.atomic(savepoint=False):  # no savepoint inside gateway_call_complete's transaction
+        chain = _locked(chain_id)
         if not chain.is_active or chain.head_hash != expected_head or chain.head_seq != chain.last_seq:
             return None
-        chain_append(chain=chain, messages=[message])
-        Chain.objects.filter(pk=chain.pk).update(head_hash=extend_hash(expected_head, message),
-                                                 head_seq=chain.last_seq)
+        chain_append_locked(chain=chain, batch=batch_validate([message]),
+                            prior=_history_in_hand(chain, history) if history is not None else None,
+                            head_hash=extend_hash(expected_head, message), head_seq=chain.last_seq + 1)
     return chain.last_seq

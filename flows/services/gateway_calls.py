@@ -1,6 +1,7 @@
 """Writes of one gateway call: the view sent in manage mode, the call record and its live events."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,11 +13,12 @@ from flows.engine import count_tokens, prune_view
 from flows.events import broadcast
 from flows.models import Chain, ChainView, GatewayCall, Message, ProviderConfig, PruningMode, Trigger
 from flows.services.fitting import chain_fit
-from flows.services.runs import load_state, window_for
+from flows.services.gateway import gateway_answer_append
+from flows.services.runs import elapsed_ms, load_state, window_for
 from flows.services.summarization import chain_summarize
 
 __all__ = ["SentMessages", "gateway_view_prepare", "gateway_overflow_compact", "gateway_call_start",
-           "gateway_call_retried", "gateway_call_finish", "call_cost"]
+           "gateway_call_retried", "gateway_call_finish", "gateway_call_complete", "call_cost"]
 
 Msg = dict[str, Any]
 
@@ -29,6 +31,7 @@ class SentMessages:
     view_version: int | None
     raw_seq_to: int
     exact: bool  # False: `messages` differ from the stored state referenced, so the call stores them
+    summarize_ms: int = 0  # spent summarizing/compacting to get them
 
 
 def _state_messages(chain_id: int, *, prune: bool) -> SentMessages:
@@ -49,15 +52,21 @@ def gateway_view_prepare(*, chain_id: int) -> SentMessages:
     The same engine runs as after a turn (`chain_summarize`: summarize, then fit); the saved view plus the raw
     messages newer than it is what goes upstream, pruned per request when pruning is on.
     """
+    started = time.monotonic()
     chain_summarize(chain_id=chain_id, trigger=Trigger.TURN)
-    return _state_messages(chain_id, prune=True)
+    spent = elapsed_ms(started)
+    sent = _state_messages(chain_id, prune=True)
+    sent.summarize_ms = spent
+    return sent
 
 
 def gateway_overflow_compact(*, chain_id: int, observed_tokens: int | None) -> SentMessages:
     """After the upstream reported a context overflow: force a compaction and return the smaller view."""
+    started = time.monotonic()
     chain_fit(chain_id=chain_id, trigger=Trigger.OVERFLOW, observed_tokens=observed_tokens)
+    spent = elapsed_ms(started)
     sent = _state_messages(chain_id, prune=True)
-    sent.exact = False  # a retry stores what it sent: the call row must show each attempt's input
+    sent.exact, sent.summarize_ms = False, spent  # a retry stores what it sent: each attempt's input is shown
     return sent
 
 
@@ -66,6 +75,7 @@ def _call_event(call: GatewayCall, kind: str) -> dict[str, Any]:
             "stream": call.stream, "status": call.status, "http_status": call.http_status,
             "sent_message_count": call.sent_message_count, "sent_tokens": call.sent_tokens,
             "attempts": call.attempts, "latency_ms": call.latency_ms, "first_byte_ms": call.first_byte_ms,
+            "summarize_ms": call.summarize_ms,
             "response_seq": call.response_seq, "usage": call.usage, "cost_usd": call.cost_usd,
             "error": call.error[:500]}
 
@@ -74,7 +84,8 @@ def gateway_call_start(*, chain: Chain, user: Any, provider: ProviderConfig | No
                        stream: bool, request_messages: int, appended: int, sent: SentMessages) -> GatewayCall:
     call = GatewayCall.objects.create(
         chain=chain, user=user, provider=provider, model=model, mode=mode, stream=stream,
-        request_messages=request_messages, appended=appended, **_sent_fields(sent, model, chain.pk))
+        request_messages=request_messages, appended=appended, summarize_ms=sent.summarize_ms,
+        **_sent_fields(sent, model, chain.pk))
     transaction.on_commit(lambda: broadcast(chain.pk, _call_event(call, "gateway.call.started")))  # type: ignore
     return call
 
@@ -114,10 +125,15 @@ def gateway_call_retried(*, call: GatewayCall, sent: SentMessages, error: str) -
     """An overflow retry: the call now records the compacted input it sends next."""
     for key, value in _sent_fields(sent, call.model, call.chain_id).items():
         setattr(call, key, value)
+    call.summarize_ms += sent.summarize_ms
     call.attempts += 1
     call.save()
     event = {**_call_event(call, "gateway.call.retried"), "reason": error[:500]}
     broadcast(call.chain_id, event)  # type: ignore[arg-type]
+
+
+_FINISH_FIELDS = ["status", "http_status", "latency_ms", "first_byte_ms", "response_message", "response_seq",
+                  "usage", "cost_usd", "error", "finished_at"]
 
 
 def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, latency_ms: int,
@@ -127,7 +143,21 @@ def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, lat
     call.first_byte_ms, call.response_message, call.response_seq = first_byte_ms, response, response_seq
     call.usage, call.cost_usd = usage, call_cost(call.provider, usage)
     call.error, call.finished_at = error[:4000], timezone.now()
-    call.save()
-    broadcast(call.chain_id, _call_event(call, "gateway.call.finished"))  # type: ignore[arg-type]
+    call.save(update_fields=_FINISH_FIELDS)
+    event = _call_event(call, "gateway.call.finished")
+    transaction.on_commit(lambda: broadcast(call.chain_id, event), robust=True)  # type: ignore[arg-type]
     return call
 
+
+def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: list[Msg] | None,
+                          answer: Msg | None, **finish: Any) -> GatewayCall:
+    """The end of a call in one transaction: the complete answer appended (when the chain has not moved on
+    meanwhile) and the call record closed; `finish` are gateway_call_finish's fields."""
+    with transaction.atomic():
+        seq = None
+        if answer is not None:
+            seq = gateway_answer_append(chain_id=call.chain_id, expected_head=expected_head, message=answer,
+                                        history=history)
+            if seq is None and not finish.get("error"):
+                finish["error"] = "answer not appended: the chain moved on during the call"
+        return gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)

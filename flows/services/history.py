@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -33,7 +34,8 @@ from flows.text_input import lone_surrogate_path, plain_text_problem
 __all__ = [
     "MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "AppendError", "AppendResult", "flow_create",
     "flow_set_status", "agent_create",
-    "chain_append", "chain_import", "api_token_create", "turn_completed", "transcript_validate",
+    "chain_append", "chain_append_locked", "batch_validate", "chain_import", "api_token_create", "turn_completed",
+    "transcript_validate",
 ]
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,7 @@ MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one message, JSON-encoded
 IMPORT_CHUNK_ROWS = 1000  # rows per import transaction: SQLite's write lock is released between chunks
 MAX_ID_CHARS = 200  # Message.tool_call_id / name columns
 EVENT_MESSAGES_MAX_BYTES = 512 * 1024  # live event payload cap; pages fetch the rest by seq
+FLOW_TOUCH_RESOLUTION = timedelta(seconds=1)
 
 
 class AppendError(ValueError):
@@ -111,15 +114,29 @@ class _Tail:
     open_pair: bool  # False once a user/system message followed that assistant message
 
 
+def _tail(empty: bool, last_calls: list[dict[str, Any]] | None, after: list[tuple[str, str]]) -> _Tail:
+    """The pairing state after the last assistant message (`last_calls`) and the messages since (`after`)."""
+    calls = {c["id"]: (c.get("function") or {}).get("name", "") for c in last_calls or []
+             if c.get("function") is not None}
+    return _Tail(empty=empty, calls=calls, answered={tid for role, tid in after if role == "tool"},
+                 open_pair=all(role == "tool" for role, _ in after))
+
+
 def _tail_of(chain: Chain) -> _Tail:
     last_ai = chain.messages.filter(role="assistant").order_by("-seq").first()
     if last_ai is None:
         return _Tail(empty=chain.last_seq == 0, calls={}, answered=set(), open_pair=False)
     after = list(chain.messages.filter(seq__gt=last_ai.seq).values_list("role", "tool_call_id"))
-    calls = {c["id"]: (c.get("function") or {}).get("name", "") for c in last_ai.tool_calls or []
-             if c.get("function") is not None}
-    return _Tail(empty=False, calls=calls, answered={tid for role, tid in after if role == "tool"},
-                 open_pair=all(role == "tool" for role, _ in after))
+    return _tail(False, last_ai.tool_calls, after)
+
+
+def _tail_in(prior: list[dict[str, Any]]) -> _Tail:
+    """`_tail_of` for a chain whose messages the caller holds (`prior`), without reading them again."""
+    for i in range(len(prior) - 1, -1, -1):
+        if prior[i]["role"] == "assistant":
+            after = [(m["role"], m.get("tool_call_id") or "") for m in prior[i + 1:]]
+            return _tail(False, prior[i].get("tool_calls"), after)
+    return _Tail(empty=not prior, calls={}, answered=set(), open_pair=False)
 
 
 def _check_pairing(tail: _Tail, batch: list[dict[str, Any]]) -> bool:
@@ -231,6 +248,12 @@ def _build_rows(chain: Chain, batch: list[dict[str, Any]], names: dict[str, str]
     return rows
 
 
+def _call_names(tool_calls: Any, wanted: set[str], names: dict[str, str]) -> None:
+    for call in reversed(tool_calls or []):
+        if call.get("id") in wanted and call.get("function") is not None:
+            names.setdefault(call["id"], call["function"]["name"])
+
+
 def _known_call_names(chain: Chain, batch: list[dict[str, Any]]) -> dict[str, str]:
     """Function names of the calls the batch's tool results answer (they count in a result's PentAGI size)."""
     wanted = {m["tool_call_id"] for m in batch if m["role"] == "tool"}
@@ -239,35 +262,71 @@ def _known_call_names(chain: Chain, batch: list[dict[str, Any]]) -> dict[str, st
         return names
     for calls in chain.messages.filter(role="assistant").exclude(tool_calls=None).order_by("-seq") \
             .values_list("tool_calls", flat=True)[:50]:
-        for call in reversed(calls or []):
-            if call.get("id") in wanted and call.get("function") is not None:
-                names.setdefault(call["id"], call["function"]["name"])
+        _call_names(calls, wanted, names)
+    return names
+
+
+def _call_names_in(prior: list[dict[str, Any]], batch: list[dict[str, Any]]) -> dict[str, str]:
+    """`_known_call_names` from the messages the caller holds (the newest 50 assistant messages with calls)."""
+    wanted = {m["tool_call_id"] for m in batch if m["role"] == "tool"}
+    names: dict[str, str] = {}
+    if wanted:
+        with_calls = (m for m in reversed(prior) if m["role"] == "assistant" and m.get("tool_calls"))
+        for _, message in zip(range(50), with_calls, strict=False):
+            _call_names(message.get("tool_calls"), wanted, names)
     return names
 
 
 def chain_append(*, chain: Chain, messages: Any) -> AppendResult:
     """Append a batch atomically (all or nothing); see the module docstring for what happens after commit."""
-    return _append(chain, _validate_batch(messages))
-
-
-def _append(chain: Chain, batch: list[dict[str, Any]]) -> AppendResult:
+    batch = _validate_batch(messages)
     with transaction.atomic():
         locked = Chain.objects.select_for_update().select_related("agent__flow").get(pk=chain.pk)
         if not locked.is_active:
             active = Chain.objects.filter(agent_id=locked.agent_id, is_active=True).values_list("pk", flat=True)
             raise AppendError("chain_archived", "this chain segment is archived; append to the active chain",
                               status=409, extra={"active_chain_id": next(iter(active), None)})
-        done = _check_pairing(_tail_of(locked), batch)
-        rows = Message.objects.bulk_create(_build_rows(
-            locked, batch, _known_call_names(locked, batch), locked.agent.flow.model_name), batch_size=500)
-        locked.last_seq += len(rows)
-        locked.tool_call_id_template = _id_template(locked, batch)
-        Chain.objects.filter(pk=locked.pk).update(
-            last_seq=locked.last_seq, tool_call_id_template=locked.tool_call_id_template, updated_at=timezone.now())
-        Flow.objects.filter(pk=locked.agent.flow_id).update(updated_at=timezone.now())
-        transaction.on_commit(lambda: _after_append(locked.pk, rows, done), robust=True)
+        result = chain_append_locked(chain=locked, batch=batch)
     chain.last_seq, chain.tool_call_id_template = locked.last_seq, locked.tool_call_id_template
-    return AppendResult(appended=len(rows), last_seq=locked.last_seq, rows=rows, turn_completed=done)
+    return result
+
+
+def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: list[dict[str, Any]] | None = None,
+                        **chain_fields: Any) -> AppendResult:
+    """The write of `chain_append` for a caller that already holds the active chain's row lock (with its
+    agent and flow loaded) inside its own transaction and validated the batch (`batch_validate`).
+
+    `prior`, when given, is the chain's whole raw history as the caller holds it (the gateway verified it by
+    hash), so pairing and call names come from memory instead of two more reads; `chain_fields` are written
+    in the same UPDATE as `last_seq` (the gateway's head hash).
+    """
+    tail = _tail_in(prior) if prior is not None else _tail_of(chain)
+    done = _check_pairing(tail, batch)
+    names = _call_names_in(prior, batch) if prior is not None else _known_call_names(chain, batch)
+    rows = Message.objects.bulk_create(_build_rows(chain, batch, names, chain.agent.flow.model_name),
+                                       batch_size=500)
+    chain.last_seq += len(rows)
+    chain.tool_call_id_template = _id_template(chain, batch)
+    Chain.objects.filter(pk=chain.pk).update(last_seq=chain.last_seq, tool_call_id_template=chain.tool_call_id_template,
+                                             updated_at=timezone.now(), **chain_fields)
+    _touch(chain.agent.flow)
+    chain_id = chain.pk
+    transaction.on_commit(lambda: _after_append(chain_id, rows, done), robust=True)
+    return AppendResult(appended=len(rows), last_seq=chain.last_seq, rows=rows, turn_completed=done)
+
+
+def _touch(flow: Flow) -> None:
+    """Mark the flow active; within FLOW_TOUCH_RESOLUTION of the last mark the write is skipped (an agent
+    appends several times a second through the gateway, and lists only sort flows by it)."""
+    now = timezone.now()
+    if flow.updated_at is None or now - flow.updated_at >= FLOW_TOUCH_RESOLUTION:
+        Flow.objects.filter(pk=flow.pk).update(updated_at=now)
+        flow.updated_at = now
+
+
+def batch_validate(messages: Any, max_messages: int = MAX_BATCH_MESSAGES) -> list[dict[str, Any]]:
+    """Check a batch's shape as `chain_append` does (AppendError when it cannot be stored); writes nothing."""
+    return _validate_batch(messages, max_messages)
 
 
 def _event_messages(rows: list[Message]) -> list[dict[str, Any]]:

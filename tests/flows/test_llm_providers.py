@@ -73,6 +73,25 @@ def test_the_environment_is_read_on_first_use(monkeypatch, flow):
     assert provider_for(flow=flow).name == "env"
 
 
+def test_model_calls_skip_the_env_sync_while_the_variables_are_unchanged(monkeypatch, flow,
+                                                                          django_assert_num_queries):
+    for name, value in LLAMA_SERVER_ENV.items():
+        monkeypatch.setenv(name, value)
+    provider_for(flow=flow)  # first use: the env row is written
+    with django_assert_num_queries(1):  # the default row only
+        assert provider_for(flow=flow).name == "env"
+    monkeypatch.setenv("LLM_SERVER_MODEL", "qwen2.5-7b")
+    assert provider_for(flow=flow).model == "qwen2.5-7b"  # changed variables: synced again
+
+
+def test_a_deleted_env_row_is_written_again_on_next_use(monkeypatch, flow):
+    for name, value in LLAMA_SERVER_ENV.items():
+        monkeypatch.setenv(name, value)
+    provider_for(flow=flow)
+    ProviderConfig.objects.all().delete()
+    assert provider_for(flow=flow).name == "env"
+
+
 def test_a_context_size_from_the_environment_gives_the_model_a_window(flow):
     provider_from_env({**LLAMA_SERVER_ENV, "LLM_SERVER_CONTEXT_TOKENS": "8192"})
     assert model_window_for(model="gemma-3-270m") == (8192, None, "env")

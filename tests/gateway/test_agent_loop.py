@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from summarizer import count_tokens
-from tests.gateway.agent_loop import pairing, run_agent, tool_pairs_valid
+from tests.gateway.agent_loop import TOOLS, pairing, run_agent, tool_pairs_valid
 from tests.gateway.conftest import UPSTREAM_KEY, WINDOW_TOKENS, Gateway
 
 pytestmark = pytest.mark.timeout(600)
@@ -61,3 +61,19 @@ def test_observe_forwards_the_body_byte_for_byte(gateway: Gateway) -> None:
         assert response.status == 200
         assert response.headers["X-Chain-Id"] and response.headers["X-Flow-Id"]
     assert gateway.upstream.requests[-1]["raw"] == raw
+
+
+def test_a_developer_message_mid_conversation_is_kept_and_reaches_the_model(gateway: Gateway) -> None:
+    messages = [{"role": "system", "content": "you test hosts"}, {"role": "user", "content": "scan 10.9.9.9"},
+                {"role": "assistant", "content": "Scanning 10.9.9.9 now."},
+                {"role": "developer", "content": "Report in JSON from now on."},
+                {"role": "user", "content": "go on"}]
+    client = openai.OpenAI(base_url=gateway.v1, api_key=gateway.token, max_retries=0, timeout=60)
+    raw = client.chat.completions.with_raw_response.create(  # the fake tells agent calls by their tools
+        model="fake-model", messages=messages, tools=TOOLS, extra_headers={"X-Gateway-Mode": "manage"})  # type: ignore
+    sent = gateway.upstream.requests[-1]["body"]["messages"]
+    assert "Report in JSON from now on." in json.dumps(sent)  # as user text: the view merges it with "go on"
+    assert all("original_role" not in m for m in sent)
+    stored = gateway.chain(int(raw.headers["X-Chain-Id"]))["raw"]
+    assert [m["role"] for m in stored] == ["system", "user", "assistant", "user", "user", "assistant"]
+    assert stored[3]["original_role"] == "developer"

@@ -5,9 +5,11 @@ from typing import Any
 
 import pytest
 
-from flows.models import Chain, Message, SummaryEvent
+from flows.models import Chain, Message, Outcome, SummaryEvent
+from flows.services import chain_compact
 from flows.services.gateway import ChainNotFound, gateway_answer_append, gateway_thread
 from flows.services.history import AppendError
+from tests.flows.pipeline_support import PipelineSummarizer, small_budgets, turn, use_summarizer
 
 pytestmark = pytest.mark.django_db
 
@@ -86,3 +88,22 @@ def test_an_empty_chain_is_not_matched_unless_pinned(user: Any) -> None:
 
     agent = agent_create(flow=flow_create(owner=user, title="made by the API"), agent_type="pentester")
     assert gateway_thread(user=user, messages=BASE).chain.agent_id != agent.pk
+
+
+def test_after_a_compaction_rotates_the_chain_the_next_request_continues_in_the_successor(user: Any) -> None:
+    use_summarizer(PipelineSummarizer())
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful pentester."}]
+    for index in range(5):
+        history += turn(index)
+    first = gateway_thread(user=user, messages=history)
+    small_budgets(first.chain, keep_recent_tokens=400, truncate_after_compaction=True)
+    assert chain_compact(chain_id=first.chain.pk).outcome == Outcome.OK
+    successor = Chain.objects.get(agent=first.chain.agent, is_active=True)
+    assert successor.parent_id == first.chain.pk
+    seeded = successor.last_seq
+
+    nxt = gateway_thread(user=user, messages=history + turn(5)[:1])
+    assert (nxt.chain.pk, nxt.appended, nxt.rewritten_from) == (successor.pk, 1, None)
+    assert gateway_answer_append(chain_id=successor.pk, expected_head=nxt.head_hash, history=history + turn(5)[:1],
+                                 message=turn(5)[1]) == seeded + 2
+    assert Chain.objects.filter(agent__flow__owner=user).count() == 2  # no new flow, no rewrite successor

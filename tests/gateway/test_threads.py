@@ -6,7 +6,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flows.services.gateway_threads import best_match, extend_hash, normalised, prefix_hashes, root_index
+from flows.services.gateway_threads import (
+    PrefixMemo,
+    best_match,
+    extend_hash,
+    normalised,
+    prefix_hashes,
+    root_index,
+)
 
 text = st.text(max_size=30)
 message = st.one_of(
@@ -43,16 +50,16 @@ def test_a_changed_message_changes_every_later_hash() -> None:
     assert not set(prefix_hashes(a)) & set(prefix_hashes(b))
 
 
-def test_it_picks_the_longest_chain_that_is_a_prefix_of_the_request() -> None:
+def test_it_picks_the_chain_continuing_the_longest_prefix_of_the_request() -> None:
     hashes = prefix_hashes([{"role": "user", "content": str(i)} for i in range(6)])
-    candidates = [(1, hashes[1], 2), (2, hashes[4], 5), (3, "unrelated", 3)]
+    candidates = [(1, hashes[1]), (2, hashes[4]), (3, "unrelated")]
     match = best_match(hashes, candidates)
     assert match is not None and (match.chain_id, match.known) == (2, 5)
 
 
-def test_a_chain_whose_head_is_stale_is_not_a_match() -> None:
+def test_no_candidate_continuing_the_request_is_no_match() -> None:
     hashes = prefix_hashes([{"role": "user", "content": str(i)} for i in range(3)])
-    assert best_match(hashes, [(1, hashes[1], 7)]) is None  # its hash says 2 messages, the row says 7
+    assert best_match(hashes, [(1, "unrelated")]) is None
 
 
 def test_the_root_ends_at_the_first_user_message() -> None:
@@ -60,3 +67,28 @@ def test_the_root_ends_at_the_first_user_message() -> None:
                {"role": "assistant", "content": "a"}, {"role": "user", "content": "more"}]
     assert root_index(history) == 1
     assert root_index([{"role": "system", "content": "only"}]) == 0
+
+
+@given(st.lists(st.tuples(st.sampled_from(["extend", "rewrite", "other"]), histories), min_size=1, max_size=8))
+def test_the_prefix_memo_gives_exactly_the_hashes_of_hashing_each_request_afresh(
+        steps: list[tuple[str, list[Any]]]) -> None:
+    memo, current = PrefixMemo(size=2), [{"role": "user", "content": "task"}]
+    others: list[Any] = [{"role": "user", "content": "another agent"}]
+    for kind, more in steps:
+        if kind == "extend":  # the usual resend: the whole history plus what happened since
+            current = [dict(m) for m in current] + more
+            request = current
+        elif kind == "rewrite":  # the agent summarized its own history: same root, different middle
+            current = current[:1] + more
+            request = current
+        else:  # another agent's history between two calls (it takes the memo's other slot, or evicts)
+            others = others + more
+            request = others
+        assert memo.hashes(request) == prefix_hashes(request)
+
+
+def test_the_prefix_memo_forgets_the_least_recently_used_history() -> None:
+    memo = PrefixMemo(size=2)
+    for i in range(3):
+        memo.hashes([{"role": "user", "content": str(i)}])
+    assert len(memo.items) == 2

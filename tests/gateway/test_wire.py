@@ -6,7 +6,7 @@ import json
 import pytest
 
 from flows.gateway.sse import Assembler, EventSplitter, event_data
-from flows.gateway.wire import GatewayError, error_body, parse_chat_request, storable
+from flows.gateway.wire import GatewayError, error_body, parse_chat_request, storable, wire_message
 
 
 def _body(**fields: object) -> bytes:
@@ -69,3 +69,13 @@ def test_the_answer_is_assembled_from_content_and_tool_call_deltas() -> None:
 def test_a_mid_stream_error_chunk_is_an_error() -> None:
     with pytest.raises(ValueError):
         Assembler().feed(json.dumps({"error": {"message": "overloaded"}}))
+
+
+def test_a_later_system_or_developer_message_is_stored_as_a_user_message_marked_with_its_role() -> None:
+    first = storable({"role": "developer", "content": "rules"}, 0)
+    later = storable({"role": "developer", "content": "now in JSON"}, 3)
+    assert first == {"role": "system", "content": "rules"}
+    assert later == {"role": "user", "content": "now in JSON", "original_role": "developer"}
+    assert wire_message(later) == {"role": "user", "content": "now in JSON"}
+    assert wire_message({"role": "assistant", "content": "a", "reasoning": "r"}) == {"role": "assistant",
+                                                                                     "content": "a"}
