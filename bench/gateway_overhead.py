@@ -4,8 +4,10 @@ Starts an instant OpenAI-compatible upstream on loopback and a real `manage.py r
 worker) through bench/server_harness.py. The upstream is a named, non-default provider ("bench-up"), so the
 product's own summaries use the offline extractive summarizer. For chains of 10, 200 and 2,000 messages and
 each mode, an agent resends its growing history (answer + a new user message per call, as real agents do);
-the same bodies go straight to the upstream in the same run. Prints p50/p99 of both and of the difference, and
-the time to the first streamed byte. Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40]
+the same bodies go straight to the upstream in the same run. Prints p50/p99 of both and of the difference, the
+part of it spent summarizing on the request path (GatewayCall.summarize_ms), and the time to the first streamed
+byte. Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40] [--sizes 10,200] [--modes observe]
+[--think-ms 100] [--no-stream]
 """
 from __future__ import annotations
 
@@ -137,8 +139,10 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="chain sizes (default 10,200,2000)")
     parser.add_argument("--modes", default=",".join(MODES), help="modes (default observe,manage)")
     parser.add_argument("--no-stream", action="store_true", help="skip the streaming rows")
-    parser.add_argument("--think-ms", type=float, default=0.0,
-                        help="pause before each call, as an agent's tools and model take (default 0)")
+    parser.add_argument("--think-ms", type=float, default=100.0,
+                        help="pause before each call, as an agent's own tools and model take; the worker summarizes "
+                             "the previous turn meanwhile, as it would between real calls (default 100; 0 makes "
+                             "that summarization compete with the timed call)")
     args = parser.parse_args()
     sizes, modes = [int(s) for s in args.sizes.split(",")], args.modes.split(",")
     upstream = ThreadingHTTPServer((HOST, 0), Instant)
