@@ -7,6 +7,8 @@ import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -41,7 +43,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
         return _method_not_allowed("POST")
     started = time.monotonic()
     try:
-        chat, prepared = await sync_to_async(_admit)(dict(request.headers), request.body)
+        chat, prepared = await sync_to_async(_admit)(dict(request.headers), _body(request))
     except GatewayError as exc:
         return _error(exc)
     ids = chain_headers(prepared.chain)
@@ -66,10 +68,21 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
     return _with_headers(stream, ids)
 
 
-def _admit(headers: dict[str, str], body: bytes) -> tuple[ChatRequest, PreparedCall]:
+def _body(request: HttpRequest) -> bytes | None:
+    """The request body, or None when it is over Django's limit (MAX_REQUEST_BYTES)."""
+    try:
+        return request.body
+    except RequestDataTooBig:
+        return None
+
+
+def _admit(headers: dict[str, str], body: bytes | None) -> tuple[ChatRequest, PreparedCall]:
     """Authenticate, parse, thread and prepare in one thread hop; the token is checked before the body is
     even parsed, so strangers learn nothing about it."""
     user = authenticate_bearer(headers)
+    if body is None:
+        raise GatewayError(413, f"request body over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes (the server's "
+                                "MAX_REQUEST_BYTES)", code="request_too_large")
     chat = parse_chat_request(body)
     return chat, prepare_call(user, headers, chat)
 
