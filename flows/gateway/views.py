@@ -18,7 +18,7 @@ from flows.gateway.wire import ChatRequest, GatewayError, parse_chat_request
 from flows.models import CallStatus, ProviderConfig, ProviderKind
 from flows.providers import model_window_for, provider_for
 
-__all__ = ["chat_completions", "models"]
+__all__ = ["chat_completions", "models", "unknown"]
 
 JSON = "application/json"
 
@@ -138,3 +138,10 @@ def _default_first() -> list[ProviderConfig]:
     if not head and not rest:
         raise GatewayError(503, "no upstream model endpoint is configured", type_="server_error", code="no_upstream")
     return head + rest
+
+
+@csrf_exempt
+async def unknown(request: HttpRequest, rest: str) -> HttpResponse:
+    """Any other /v1/ path: an OpenAI-style 404 an SDK can show (the gateway serves chat completions only)."""
+    return _error(GatewayError(404, f"the gateway serves /v1/chat/completions and /v1/models, not /v1/{rest[:100]}",
+                               code="unknown_url"))
