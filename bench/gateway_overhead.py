@@ -3,9 +3,12 @@
 Starts an instant OpenAI-compatible upstream on loopback and a real `manage.py run --no-demo` (SQLite, embedded
 worker) through bench/server_harness.py. The upstream is a named, non-default provider ("bench-up"), so the
 product's own summaries use the offline extractive summarizer. For chains of 10, 200 and 2,000 messages and
-each mode, an agent resends its growing history (answer + a new user message per call, as real agents do);
-the same bodies go straight to the upstream in the same run. Prints p50/p99 of both and of the difference, and
-the time to the first streamed byte. Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40]
+each mode, an agent resends its growing history (answer + a new user message per call, as real agents do;
+timing starts once the first summarization of the whole new history settled);
+the same bodies go straight to the upstream in the same run. Prints p50/p99 of both and of the difference, the
+part of it spent summarizing on the request path (GatewayCall.summarize_ms), and the time to the first streamed
+byte. Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40] [--sizes 10,200] [--modes observe]
+[--think-ms 100] [--no-stream]
 """
 from __future__ import annotations
 
@@ -101,6 +104,7 @@ def run_case(server: Server, upstream_port: int, size: int, mode: str, calls: in
     headers = {"Authorization": f"Bearer {server.token}", "X-Gateway-Mode": mode}
     base = {"model": "bench-up/bench-model", "stream": stream}
     *_, chain_id = post(gw, "/v1/chat/completions", {**base, "messages": messages}, headers)  # not timed
+    settle(gw, server.token, chain_id)
     gateway, direct, gw_first, up_first = [], [], [], []
     for n in range(calls):
         time.sleep(think)  # the agent's own time between calls (its tools, its model); the worker summarizes
@@ -123,6 +127,18 @@ def run_case(server: Server, upstream_port: int, size: int, mode: str, calls: in
             "ttfb50": pct(gw_first, 0.5), "up_ttfb50": pct(up_first, 0.5)}
 
 
+def settle(conn: http.client.HTTPConnection, token: str, chain_id: str) -> None:
+    """Wait until the worker's first summarization of the whole new history is done (the view version unchanged
+    for a second): a real agent's chain grows a turn at a time; it does not arrive with 2,000 messages."""
+    last, stable = None, 0
+    while stable < 3:
+        time.sleep(0.5)
+        conn.request("GET", f"/api/chains/{chain_id}?limit=1", headers={"Authorization": f"Bearer {token}"})
+        response = conn.getresponse()
+        version = json.loads(response.read())["stats"]["view_version"]
+        stable, last = (stable + 1, last) if version == last and version else (0, version)
+
+
 def summarize_seconds(server: Server, chain_id: str) -> list[float]:
     """Per call of the chain, oldest first: the time the gateway spent summarizing on the request path."""
     out = server._manage("shell", "-c", "from flows.models import GatewayCall; print('MS', list(GatewayCall.objects"
@@ -137,8 +153,10 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="chain sizes (default 10,200,2000)")
     parser.add_argument("--modes", default=",".join(MODES), help="modes (default observe,manage)")
     parser.add_argument("--no-stream", action="store_true", help="skip the streaming rows")
-    parser.add_argument("--think-ms", type=float, default=0.0,
-                        help="pause before each call, as an agent's tools and model take (default 0)")
+    parser.add_argument("--think-ms", type=float, default=100.0,
+                        help="pause before each call, as an agent's own tools and model take; the worker summarizes "
+                             "the previous turn meanwhile, as it would between real calls (default 100; 0 makes "
+                             "that summarization compete with the timed call)")
     args = parser.parse_args()
     sizes, modes = [int(s) for s in args.sizes.split(",")], args.modes.split(",")
     upstream = ThreadingHTTPServer((HOST, 0), Instant)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from flows.engine import SUMMARIZER_SETTINGS, SummarizerConfig, registered_compaction_providers
 from flows.models import Flow, IdentifierPolicy, SummarizerSettings
@@ -194,12 +195,9 @@ def settings_for(*, profile: str, flow: Flow | int | None = None) -> SummarizerS
     """The flow's override if it has one, else the profile's defaults (created from the environment once)."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}")
-    if flow is not None:
-        override = SummarizerSettings.objects.filter(profile=profile, flow=flow).first()
-        if override is not None:
-            return override
-    row = SummarizerSettings.objects.filter(profile=profile, flow__isnull=True).first()
-    if row is not None:
+    scope = Q(flow__isnull=True) if flow is None else Q(flow=flow) | Q(flow__isnull=True)
+    rows = list(SummarizerSettings.objects.filter(scope, profile=profile)[:2])  # one query for both
+    for row in sorted(rows, key=lambda r: r.flow_id is None):  # the flow's own first
         return row
     try:
         with transaction.atomic():

@@ -22,7 +22,7 @@ from flows.events import abroadcast
 from flows.gateway import upstream
 from flows.gateway.routing import PreparedCall
 from flows.gateway.sse import Assembler, EventSplitter, event_data
-from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable, wire_message
+from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable, wire_message, with_model
 from flows.models import CallStatus, GatewayMode
 from flows.services.gateway_calls import gateway_call_complete, gateway_call_retried, gateway_overflow_compact
 
@@ -37,6 +37,10 @@ def upstream_body(request: ChatRequest, prepared: PreparedCall, messages: list[d
     """Bytes to send: the agent's own body in observe mode (unless retried), else the body with our messages."""
     if messages is None and prepared.model == request.model:
         return request.raw
+    if messages is None:  # observe, with our provider prefix taken off the model: splice, don't re-serialize
+        spliced = with_model(request.raw, request.body["model"], prepared.model)
+        if spliced is not None:
+            return spliced
     body = {**request.body, "model": prepared.model}
     if messages is not None:
         body["messages"] = [wire_message(m) for m in messages]

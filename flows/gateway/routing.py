@@ -89,7 +89,8 @@ def _mode(headers: Mapping[str, str], chain: Chain) -> str:
 
 def _thread(user: Any, request: ChatRequest, headers: Mapping[str, str], model: str) -> Any:
     try:
-        return gateway_thread(user=user, messages=request.messages, pinned_chain_id=_pinned(headers),
+        return gateway_thread(user=user, messages=request.messages, hashes=request.hashes,
+                              pinned_chain_id=_pinned(headers),
                               agent_type=headers.get("X-Agent-Type", "").strip() or "primary_agent",
                               model_name=model)
     except ChainNotFound:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from typing import Any
 
 import httpx2
@@ -19,9 +18,6 @@ __all__ = ["CONNECT_TIMEOUT_SECONDS", "client", "open_chat", "list_models", "ups
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# The request's headers and body leave in separate writes: with Nagle's algorithm on, the body would wait for
-# the upstream's delayed ACK of the headers (up to 40 ms per call on Linux).
-SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 _clients: dict[int, httpx2.AsyncClient] = {}
 
 
@@ -30,9 +26,8 @@ def client() -> httpx2.AsyncClient:
     loop = asyncio.get_running_loop()
     found = _clients.get(id(loop))
     if found is None or found.is_closed:
-        limits = httpx2.Limits(max_connections=200, max_keepalive_connections=50)
-        transport = httpx2.AsyncHTTPTransport(limits=limits, socket_options=SOCKET_OPTIONS)
-        found = httpx2.AsyncClient(timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT_SECONDS), transport=transport)
+        found = httpx2.AsyncClient(timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT_SECONDS),
+                                   limits=httpx2.Limits(max_connections=200, max_keepalive_connections=50))
         _clients[id(loop)] = found
     return found
 

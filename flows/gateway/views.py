@@ -7,6 +7,8 @@ import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -16,7 +18,7 @@ from flows.gateway.wire import ChatRequest, GatewayError, parse_chat_request
 from flows.models import CallStatus, ProviderConfig, ProviderKind
 from flows.providers import model_window_for, provider_for
 
-__all__ = ["chat_completions", "models"]
+__all__ = ["chat_completions", "models", "unknown"]
 
 JSON = "application/json"
 
@@ -41,7 +43,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
         return _method_not_allowed("POST")
     started = time.monotonic()
     try:
-        chat, prepared = await sync_to_async(_admit)(dict(request.headers), request.body)
+        chat, prepared = await sync_to_async(_admit)(dict(request.headers), _body(request))
     except GatewayError as exc:
         return _error(exc)
     ids = chain_headers(prepared.chain)
@@ -66,10 +68,21 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
     return _with_headers(stream, ids)
 
 
-def _admit(headers: dict[str, str], body: bytes) -> tuple[ChatRequest, PreparedCall]:
+def _body(request: HttpRequest) -> bytes | None:
+    """The request body, or None when it is over Django's limit (MAX_REQUEST_BYTES)."""
+    try:
+        return request.body
+    except RequestDataTooBig:
+        return None
+
+
+def _admit(headers: dict[str, str], body: bytes | None) -> tuple[ChatRequest, PreparedCall]:
     """Authenticate, parse, thread and prepare in one thread hop; the token is checked before the body is
     even parsed, so strangers learn nothing about it."""
     user = authenticate_bearer(headers)
+    if body is None:
+        raise GatewayError(413, f"request body over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes (the server's "
+                                "MAX_REQUEST_BYTES)", code="request_too_large")
     chat = parse_chat_request(body)
     return chat, prepare_call(user, headers, chat)
 
@@ -125,3 +138,10 @@ def _default_first() -> list[ProviderConfig]:
     if not head and not rest:
         raise GatewayError(503, "no upstream model endpoint is configured", type_="server_error", code="no_upstream")
     return head + rest
+
+
+@csrf_exempt
+async def unknown(request: HttpRequest, rest: str) -> HttpResponse:
+    """Any other /v1/ path: an OpenAI-style 404 an SDK can show (the gateway serves chat completions only)."""
+    return _error(GatewayError(404, f"the gateway serves /v1/chat/completions and /v1/models, not /v1/{rest[:100]}",
+                               code="unknown_url"))

@@ -6,13 +6,17 @@ Only what the gateway needs is interpreted (`model`, `messages`, `stream`, `stre
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from flows.services.gateway_threads import HistoryMemo
+
 __all__ = ["MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "ChatRequest", "parse_chat_request", "error_body",
-           "storable", "wire_message"]
+           "storable", "wire_message", "with_model"]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+_HISTORIES = HistoryMemo()  # a resend converts and hashes only the messages it adds
 _KEEP_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning")
 INSTRUCTION_ROLES = ("system", "developer")
 ORIGINAL_ROLE = "original_role"  # stored on a mid-conversation system/developer message (see `storable`)
@@ -43,6 +47,7 @@ class ChatRequest:
     model: str
     messages: list[dict[str, Any]]  # storable form (see `storable`)
     stream: bool
+    hashes: list[str]  # prefix_hashes(messages), for threading
 
     @property
     def wants_usage(self) -> bool:
@@ -83,6 +88,21 @@ def wire_message(message: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in message.items() if k not in ("reasoning", ORIGINAL_ROLE)}
 
 
+_MODEL_MEMBER = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def with_model(raw: bytes, old: str, new: str) -> bytes | None:
+    """`raw` with its top-level model `old` replaced by `new`, every other byte as it came; None when that
+    cannot be done safely (then the caller re-serializes). Safe: the member is the document's only "model"
+    key (a key token cannot occur inside a JSON string, whose quotes are escaped) and its value decodes to
+    `old`, so it is the top-level one the request was parsed with."""
+    found = list(_MODEL_MEMBER.finditer(raw))
+    if len(found) != 1 or json.loads(found[0].group(1)) != old:
+        return None
+    start, end = found[0].span(1)
+    return raw[:start] + json.dumps(new, ensure_ascii=False).encode("utf-8") + raw[end:]
+
+
 def parse_chat_request(raw: bytes) -> ChatRequest:
     if len(raw) > MAX_BODY_BYTES:
         raise GatewayError(413, f"request body over {MAX_BODY_BYTES} bytes", code="request_too_large")
@@ -102,5 +122,5 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     if "stream_options" in body and body["stream_options"] is not None and not isinstance(body["stream_options"],
                                                                                            dict):
         raise GatewayError(400, "'stream_options' must be an object", code="invalid_stream_options")
-    return ChatRequest(body=body, raw=raw, model=model.strip(), stream=stream,
-                       messages=[storable(m, i) for i, m in enumerate(messages)])
+    stored, hashes = _HISTORIES.derive(messages, storable)
+    return ChatRequest(body=body, raw=raw, model=model.strip(), stream=stream, messages=stored, hashes=hashes)

@@ -16,7 +16,7 @@ from flows.events import ChainRewrittenEvent, broadcast
 from flows.models import Agent, Chain, Flow, Outcome, SummaryEvent, Trigger
 from flows.models.chains import AGENT_TYPES
 from flows.services.compaction import active_bytes
-from flows.services.gateway_threads import EMPTY_HASH, Match, best_match, extend_hash, request_hashes, root_index
+from flows.services.gateway_threads import EMPTY_HASH, Match, best_match, extend_hash, prefix_hashes, root_index
 from flows.services.history import (
     MAX_BATCH_MESSAGES,
     AppendError,
@@ -90,9 +90,12 @@ def _owned_chains(user: Any, pinned: int | None) -> Any:
 
 
 def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | None = None,
-                   agent_type: str = "primary_agent", model_name: str = "") -> ThreadResult:
-    """Append the request's new messages to the chain it continues (or a successor, or a new chain)."""
-    hashes = request_hashes(messages)
+                   agent_type: str = "primary_agent", model_name: str = "",
+                   hashes: list[str] | None = None) -> ThreadResult:
+    """Append the request's new messages to the chain it continues (or a successor, or a new chain).
+
+    `hashes` are `prefix_hashes(messages)` when the caller has them (the gateway's HistoryMemo)."""
+    hashes = prefix_hashes(messages) if hashes is None else hashes
     root = hashes[root_index(messages)]
     for _attempt in range(MAX_THREAD_ATTEMPTS):
         chains = _owned_chains(user, pinned_chain_id)

@@ -3,9 +3,10 @@
 Agents resend their whole history on every call. `prefix_hashes(messages)[i]` identifies messages[0..i]; a
 chain stores the hash of its raw history (`Chain.head_hash`), so the chain a request continues is the one
 whose head hash is among the request's prefix hashes, found with one indexed query. The database work does
-not grow with the history, and neither does the hashing in the common case: `PrefixMemo` remembers the last
-request of each history (by its root) with its hashes, so a resend only compares the known messages (C-level
-dict equality, ~50x cheaper than hashing them) and hashes the new ones.
+not grow with the history, and neither does the per-message work in the common case: `HistoryMemo` remembers
+the last request of each history (by its root) with its converted messages and hashes, so a resend only
+compares the known messages (C-level dict equality, ~50x cheaper than converting and hashing them) and
+converts and hashes the new ones.
 """
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["EMPTY_HASH", "normalised", "message_digest", "extend_hash", "prefix_hashes", "root_index",
-           "Match", "best_match", "PrefixMemo", "request_hashes"]
+           "Match", "best_match", "HistoryMemo"]
 
 EMPTY_HASH = ""
 
@@ -56,7 +58,7 @@ def prefix_hashes(messages: list[dict[str, Any]], known: list[str] | None = None
     return out
 
 
-def _common_prefix(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> int:
+def _common_prefix(a: list[Any], b: list[Any]) -> int:
     n = min(len(a), len(b))
     if a[:n] == b[:n]:  # the usual resend: one C-level comparison of the whole known history
         return n
@@ -66,38 +68,47 @@ def _common_prefix(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> int:
     return i
 
 
-class PrefixMemo:
-    """Per process: the newest request seen for each history root, with its prefix hashes (bounded LRU).
+@dataclass
+class _Seen:
+    raw: list[Any]  # the messages as they came (parsed JSON)
+    stored: list[dict[str, Any]]  # what `convert` made of each
+    hashes: list[str]  # prefix_hashes(stored)
 
-    Only ever a shortcut: hashes are reused for the messages that are equal (same dicts) to the remembered
-    ones, so the result is exactly `prefix_hashes(messages)`.
+
+def _root_key(raw: list[Any]) -> str:
+    """Identifies a history by its start up to the first user message (the same root as `root_index`)."""
+    end = next((i for i, m in enumerate(raw) if isinstance(m, dict) and m.get("role") == "user"), 0)
+    return json.dumps(raw[:end + 1], ensure_ascii=False, sort_keys=True, default=repr)
+
+
+class HistoryMemo:
+    """Per process: the newest request of each history (by its root), with its converted messages and prefix
+    hashes (a bounded LRU). Agents resend their whole history on every call; with the memo only what a resend
+    adds is converted and hashed, the rest is one C-level comparison with the previous request.
+
+    Only ever a shortcut: what is reused belongs to messages equal to the remembered ones, and `convert` must be
+    a pure function of (message, index), so the result is exactly converting and hashing afresh.
     """
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, size: int = 32) -> None:
         self.size, self.lock = size, threading.Lock()
-        self.items: OrderedDict[str, tuple[list[dict[str, Any]], list[str]]] = OrderedDict()
+        self.items: OrderedDict[str, _Seen] = OrderedDict()
 
-    def hashes(self, messages: list[dict[str, Any]]) -> list[str]:
-        root = messages[:root_index(messages) + 1]
-        key = prefix_hashes(root)[-1] if root else EMPTY_HASH
+    def derive(self, raw: list[Any], convert: Callable[[Any, int], dict[str, Any]]) -> tuple[
+            list[dict[str, Any]], list[str]]:
+        key = _root_key(raw)
         with self.lock:
             seen = self.items.get(key)
-        known = seen[1][:_common_prefix(seen[0], messages)] if seen is not None else None
-        out = prefix_hashes(messages, known)
+        known = _common_prefix(seen.raw, raw) if seen is not None else 0
+        stored = (seen.stored[:known] if seen is not None else []) + [
+            convert(message, index) for index, message in enumerate(raw[known:], start=known)]
+        hashes = prefix_hashes(stored, seen.hashes[:known] if seen is not None else None)
         with self.lock:
-            self.items[key] = (messages, out)
+            self.items[key] = _Seen(raw, stored, hashes)
             self.items.move_to_end(key)
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
-        return out
-
-
-_MEMO = PrefixMemo()
-
-
-def request_hashes(messages: list[dict[str, Any]]) -> list[str]:
-    """`prefix_hashes(messages)`, reusing this process's hashes of the same history's previous request."""
-    return _MEMO.hashes(messages)
+        return stored, hashes
 
 
 def root_index(messages: list[dict[str, Any]]) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 import openai
 import pytest
 
+from pentagi_web.security import CONTENT_SECURITY_POLICY
 from summarizer import count_tokens
 from tests.gateway.agent_loop import TOOLS, pairing, run_agent, tool_pairs_valid
 from tests.gateway.conftest import UPSTREAM_KEY, WINDOW_TOKENS, Gateway
@@ -60,6 +61,10 @@ def test_observe_forwards_the_body_byte_for_byte(gateway: Gateway) -> None:
     with urllib.request.urlopen(request, timeout=30) as response:
         assert response.status == 200
         assert response.headers["X-Chain-Id"] and response.headers["X-Flow-Id"]
+        # /v1/ runs without the page middleware under ASGI (pentagi_web/asgi_gateway.py): its own headers
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+        assert "Set-Cookie" not in response.headers
     assert gateway.upstream.requests[-1]["raw"] == raw
 
 

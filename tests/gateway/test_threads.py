@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flows.services.gateway_threads import (
-    PrefixMemo,
+    HistoryMemo,
     best_match,
     extend_hash,
     normalised,
@@ -69,13 +69,17 @@ def test_the_root_ends_at_the_first_user_message() -> None:
     assert root_index([{"role": "system", "content": "only"}]) == 0
 
 
+def _stored(message: Any, index: int) -> dict[str, Any]:
+    return {**message, "index": index}  # a pure function of (message, index), like wire.storable
+
+
 @given(st.lists(st.tuples(st.sampled_from(["extend", "rewrite", "other"]), histories), min_size=1, max_size=8))
-def test_the_prefix_memo_gives_exactly_the_hashes_of_hashing_each_request_afresh(
+def test_the_history_memo_gives_exactly_converting_and_hashing_each_request_afresh(
         steps: list[tuple[str, list[Any]]]) -> None:
-    memo, current = PrefixMemo(size=2), [{"role": "user", "content": "task"}]
+    memo, current = HistoryMemo(size=2), [{"role": "user", "content": "task"}]
     others: list[Any] = [{"role": "user", "content": "another agent"}]
     for kind, more in steps:
-        if kind == "extend":  # the usual resend: the whole history plus what happened since
+        if kind == "extend":  # the usual resend: the whole history (new dicts) plus what happened since
             current = [dict(m) for m in current] + more
             request = current
         elif kind == "rewrite":  # the agent summarized its own history: same root, different middle
@@ -84,11 +88,12 @@ def test_the_prefix_memo_gives_exactly_the_hashes_of_hashing_each_request_afresh
         else:  # another agent's history between two calls (it takes the memo's other slot, or evicts)
             others = others + more
             request = others
-        assert memo.hashes(request) == prefix_hashes(request)
+        fresh = [_stored(m, i) for i, m in enumerate(request)]
+        assert memo.derive(request, _stored) == (fresh, prefix_hashes(fresh))
 
 
-def test_the_prefix_memo_forgets_the_least_recently_used_history() -> None:
-    memo = PrefixMemo(size=2)
+def test_the_history_memo_forgets_the_least_recently_used_history() -> None:
+    memo = HistoryMemo(size=2)
     for i in range(3):
-        memo.hashes([{"role": "user", "content": str(i)}])
+        memo.derive([{"role": "user", "content": str(i)}], _stored)
     assert len(memo.items) == 2

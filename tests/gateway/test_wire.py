@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from flows.gateway.sse import Assembler, EventSplitter, event_data
-from flows.gateway.wire import GatewayError, error_body, parse_chat_request, storable, wire_message
+from flows.gateway.wire import GatewayError, error_body, parse_chat_request, storable, wire_message, with_model
 
 
 def _body(**fields: object) -> bytes:
@@ -79,3 +82,27 @@ def test_a_later_system_or_developer_message_is_stored_as_a_user_message_marked_
     assert wire_message(later) == {"role": "user", "content": "now in JSON"}
     assert wire_message({"role": "assistant", "content": "a", "reasoning": "r"}) == {"role": "assistant",
                                                                                      "content": "a"}
+
+
+@given(st.dictionaries(st.text(max_size=8), st.recursive(st.none() | st.text(max_size=10) | st.integers(),
+                                                          lambda inner: st.lists(inner, max_size=3)
+                                                          | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                                                          max_leaves=8), max_size=4),
+       st.text(min_size=1, max_size=20), st.booleans())
+def test_splicing_the_model_changes_exactly_the_top_level_model(extra: dict[str, Any], model: str,
+                                                                  pretty: bool) -> None:
+    body = {**extra, "model": "prov/" + model}
+    raw = json.dumps(body, indent=2 if pretty else None, ensure_ascii=False).encode()
+    spliced = with_model(raw, "prov/" + model, model)
+    if spliced is not None:  # refused only when another "model" key exists somewhere
+        assert json.loads(spliced) == {**body, "model": model}
+        old_token, new_token = (json.dumps(v, ensure_ascii=False).encode() for v in ("prov/" + model, model))
+        assert len(spliced) == len(raw) - len(old_token) + len(new_token)  # only the value's bytes changed
+    else:
+        assert raw.count(b'"model"') > 1
+
+
+def test_a_nested_model_key_is_left_alone() -> None:
+    raw = b'{"metadata": {"model": "prov/m"}, "model": "prov/m"}'
+    assert with_model(raw, "prov/m", "m") is None
+    assert with_model(b'{"model" : "prov/m", "x": 1}', "prov/m", "m") == b'{"model" : "m", "x": 1}'
