@@ -97,7 +97,10 @@ def with_model(raw: bytes, old: str, new: str) -> bytes | None:
     key (a key token cannot occur inside a JSON string, whose quotes are escaped) and its value decodes to
     `old`, so it is the top-level one the request was parsed with."""
     found = list(_MODEL_MEMBER.finditer(raw))
-    if len(found) != 1 or json.loads(found[0].group(1)) != old:
+    try:
+        if len(found) != 1 or json.loads(found[0].group(1)) != old:
+            return None
+    except ValueError:
         return None
     start, end = found[0].span(1)
     return raw[:start] + json.dumps(new, ensure_ascii=False).encode("utf-8") + raw[end:]
