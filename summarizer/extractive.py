@@ -50,17 +50,41 @@ ALL_QUOTED = "All quoted above."
 NOISE_LABEL = "- also in tool output: "
 
 
-def _select(items: list[Item], budget: int, chosen: set[int], header_cost: Callable[[str, set[str]], int]) -> int:
+class _Quotes:
+    """Which listed identifiers each item quotes: a chosen line that quotes one takes it off the identifier
+    list, so the line costs only what it adds (a Done line naming a host and a path may cost nothing)."""
+
+    def __init__(self, items: list[Item], ids: list[str], separator_bytes: int) -> None:
+        folded = [(i, is_case_insensitive_id(i)) for i in ids]
+        self.by_item: list[list[str]] = []
+        for item in items:
+            text, upper = item.text, item.text.upper()
+            self.by_item.append([i for i, fold in folded if (i.upper() in upper if fold else i in text)])
+        self.covered: set[str] = set()
+        self.separator = separator_bytes
+        self.saved = 0  # listing bytes the chosen lines were credited with
+
+    def saving(self, index: int) -> int:
+        return sum(byte_size(i) + self.separator for i in self.by_item[index] if i not in self.covered)
+
+    def take(self, index: int) -> None:
+        self.saved += self.saving(index)
+        self.covered.update(self.by_item[index])
+
+
+def _select(items: list[Item], budget: int, chosen: set[int], header_cost: Callable[[str, set[str]], int],
+            quotes: _Quotes) -> int:
     """Greedy by priority (ties: earlier first); returns the bytes still free."""
     groups = {items[i].group for i in chosen}
     for index in sorted(range(len(items)), key=lambda i: (-items[i].priority, items[i].order)):
         if index in chosen:
             continue
         item = items[index]
-        cost = byte_size(item.text) + 1 + header_cost(item.group, groups)
+        cost = byte_size(item.text) + 1 + header_cost(item.group, groups) - quotes.saving(index)
         if cost <= budget:
             chosen.add(index)
             groups.add(item.group)
+            quotes.take(index)
             budget -= cost
     return budget
 
@@ -217,14 +241,17 @@ def extractive_summarize(prompt: str, *, budget_bytes: int = DEFAULT_BUDGET_BYTE
     # A checkpoint is audited for its identifiers: they may take everything but the newest request's line.
     # PentAGI summaries are not audited, so there identifiers keep to a share and the lines get the rest.
     share = budget_bytes - fixed - _goal_bytes(items) if layout.headings else int(budget_bytes * IDENTIFIER_SHARE_MAX)
-    reserve = max(min(byte_size(_listing(ids, noise, budget_bytes, bullet)), share), 0)
+    listing = byte_size(_listing(ids, noise, budget_bytes, bullet))
+    reserve = max(min(listing, share), 0)
+    # Lines may count on the listing bytes their identifiers free only while the whole list is reserved.
+    quotes = _Quotes(items, ids if reserve == listing else [], 3 if bullet else 2)
     chosen: set[int] = set()
-    free = _select(items, budget_bytes - fixed - reserve, chosen, layout.header_cost) + reserve
+    free = _select(items, budget_bytes - fixed - reserve, chosen, layout.header_cost, quotes) + reserve - quotes.saved
     picked = [items[i] for i in chosen]
     quoted = "\n".join(it.text for it in picked)
     ids_text = _listing(missing_identifiers(ids, quoted), missing_identifiers(noise, quoted), free, bullet)
     if free - byte_size(ids_text) > 0:
-        _select(items, free - byte_size(ids_text), chosen, layout.header_cost)
+        _select(items, free - byte_size(ids_text), chosen, layout.header_cost, _Quotes(items, [], 0))
         picked = [items[i] for i in chosen]
     text = layout.render(picked, ids_text) if (picked or ids_text or layout.headings) else "No content to summarize."
     return clip(text, budget_bytes)
