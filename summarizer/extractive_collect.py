@@ -167,6 +167,7 @@ class Collector:
         self.old_asks: list[str] = []
         self.step: str | None = None
         self.old_step: str | None = None
+        self.old_next: set[int] = set()  # an earlier summary's next steps: superseded by a newer plan
         self.last_ai = max((i for i, e in enumerate(entries) if e.kind == "ai"), default=-1)
 
     def add(self, group: str, priority: int, text: str) -> int:
@@ -193,7 +194,13 @@ class Collector:
         for line in typed_findings("\n".join(e.text for e in self.entries)):
             self.add("critical", 90, line)
         self._goal()
-        return _without_cut_copies(self.items)
+        return _without_cut_copies(self._current_plan())
+
+    def _current_plan(self) -> list[Item]:
+        """The items, minus an earlier summary's next steps when a newer note planned again: the open leads
+        are the agent's latest plan, not every plan it ever made."""
+        fresh = any(it.group == "next" and i not in self.old_next for i, it in enumerate(self.items))
+        return [it for i, it in enumerate(self.items) if not (fresh and i in self.old_next)]
 
     def _goal(self) -> None:
         """Task in short, the newest ask verbatim, the current step: the goal moves with the agent."""
@@ -259,7 +266,9 @@ class Collector:
             bonus = REFERENCED_BONUS if self.referenced(line, position) else 0
             bonus += EMPHASIS_BONUS if "**" in line else 0  # the agent called it out when it was written
             base = _MERGED_DETAIL_PRIORITY if detail else _MERGED_PRIORITY.get(group, 70)
-            self.add(group, base + min(score(line), 30) + bonus, text)
+            index = self.add(group, base + min(score(line), 30) + bonus, text)
+            if group == "next":
+                self.old_next.add(index)
 
     def _goal_line(self, line: str, group: str) -> bool:
         for label, sink in ((TASK_LABEL, "task"), (ASK_LABEL, "ask"), (STEP_LABEL, "step")):

@@ -27,11 +27,12 @@ _ERROR_RE = re.compile(r"\b(?:error|failed|failure|denied|refused|time[d ]?out|n
 # The agent's own words for a dead end: "no X found", "did not work", "not vulnerable", "X failed because Y".
 _NEGATIVE_RE = re.compile(r"\b(?:no\s+(?:\w+\s+){0,3}(?:found|detected|returned|available|results?|luck|access|"
                           r"success)|nothing|not\s+(?:vulnerable|found|possible|exploitable|accessible|reachable|"
-                          r"allowed|working|valid|successful)|did(?:n't| not)|does(?:n't| not)|could(?:n't| not)|"
-                          r"wasn't|isn't|failed|fails|unsuccessful|dead end|blocked|denied|unable|impossible|"
-                          r"doesn't work|no longer|(?:is|are|was|were)\s+(?:\w+\s+)?(?:limited|restricted|disabled|"
-                          r"filtered|patched))\b|^no\s+\w", re.IGNORECASE)
-_POSITIVE_RE = re.compile(r"\b(?:excellent|great|success\w*|succeeded|worked|works|got|obtained|cracked|pwn3d|"
+                          r"allowed|working|valid|successful|cracked)|did(?:n't| not)|does(?:n't| not)|"
+                          r"could(?:n't| not)|wasn't|isn't|failed|fails|unsuccessful|dead end|blocked|denied|unable|"
+                          r"impossible|doesn't work|no longer|"
+                          r"(?:is|are|was|were)\s+(?:\w+\s+)?(?:limited|restricted|disabled|filtered|patched))\b|"
+                          r"^no\s+\w", re.IGNORECASE)
+_POSITIVE_RE = re.compile(r"(?<!not )\b(?:excellent|great|success\w*|succeeded|worked|works|got|obtained|cracked|pwn3d|"
                           r"compromised|dumped)\b", re.IGNORECASE)
 _VERSION_RE = re.compile(r"\bversion\b|\bv\d+\.\d+|\b[A-Za-z][\w-]+/\d+\.\d+", re.IGNORECASE)
 _CONSTRAINT_RE = re.compile(r"\b(?:must|never|do not|don't|only|avoid|ignore|scope|not allowed|forbidden|rule|"

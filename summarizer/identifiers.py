@@ -160,10 +160,14 @@ _FINDING_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"(?<![\w-])(?:[A-Za-z0-9]+[_-])*(?P<label>password|passwd|pass|pwd|secret|api[_-]?key|token)\s*[:=]\s*{_Q}(?P<value>[^\s'\"`,;]+)",
         re.IGNORECASE)),
     ("flag", re.compile(r"(?P<value>\b(?:flag|htb|thm|ctf|picoctf)\{[^}\s]{1,200}\})", re.IGNORECASE)),
+    # an agent announcing what it cracked: "John cracked another hash for north: `345ertdfg`"
+    ("password", re.compile(r"\bcracked\b[^`*\n]{0,80}?[:=]\s*(?:`|\*\*)(?P<value>[^`*\s]{3,})(?:`|\*\*)",
+                            re.IGNORECASE)),
 ]
-# Every finding pattern needs one of these: "[+]", "valid", "login:", "-u", a password label, a hash's "$",
+# Every finding pattern needs one of these: "[+]", "valid", "login:", "-u", a password label, "crack", a hash's "$",
 # "::" or 32 hex digits and a colon, a flag's "{". Most lines have none and skip the thirteen patterns.
-_FINDING_HINT_RE = re.compile(r"\[\+\]|valid|login:|-u|pass|pwd|secret|api|token|\$|::|[0-9a-f]{32}:|\{", re.IGNORECASE)
+_FINDING_HINT_RE = re.compile(r"\[\+\]|valid|login:|-u|pass|pwd|secret|api|token|crack|\$|::|[0-9a-f]{32}:|\{",
+                              re.IGNORECASE)
 _PLACEHOLDER_SECRETS = {"", "''", '""', "<password>", "password", "pass", "none", "null", "******", "xxx", "$password"}
 # "-u users.txt -p /tmp/passwords.txt" sprays lists and "-p \" continues a shell line: neither names a secret.
 _NOT_A_LOGIN_RE = re.compile(r"^(?:~?/|\./)|\.(?:txt|lst|list|dic)$|\\$")

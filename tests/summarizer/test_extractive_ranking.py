@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from summarizer.compaction_prompt import build_compaction_prompt
+from summarizer.compaction_prompt import build_compaction_prompt, build_split_turn_prompt
 from summarizer.extractive import extractive_summarize
 from summarizer.extractive_facts import is_negative, is_strong, terms_of, typed_findings
 from summarizer.extractive_sections import BRIEFING_TITLES
@@ -160,3 +160,39 @@ def test_what_the_agent_set_in_bold_outranks_its_plain_notes_when_merged_again()
     prompt = build_summary_prompt([], [_ai(earlier)])
     tight = extractive_summarize(prompt, budget_bytes=100)  # room for one of the two lines
     assert "**The DC has unconstrained delegation**" in tight and "share layout" not in tight
+
+
+def test_a_split_turns_plans_and_rules_do_not_become_context_that_outlives_every_merge():
+    task = {"role": "user", "content": "Get DA on corp.local. Never retry the same command more than twice."}
+    prefix = [task, _ai("Kerberoasting worked. Let me:\n1. Crack the svc hash\n2. Check trusts",
+                        _call("c1", "hashcat -m 13100 /tmp/h.txt")), _tool("c1", "svc_web:Summer2019")]
+    context = extractive_summarize(build_split_turn_prompt(prefix)).split("## Context for the kept suffix", 1)[1]
+    assert "Crack the svc hash" not in context and "Never retry" not in context
+    assert "Kerberoasting worked." in context
+
+
+def test_a_cracked_secret_the_agent_announces_is_a_typed_finding():
+    assert typed_findings("John cracked another hash for north: `345ertdfg`.") == ["- password: 345ertdfg"]
+    assert typed_findings("Cracked it! sansa: **Winter1**") == ["- password: Winter1"]
+    assert is_negative("The essos sql_svc hash was not cracked even with best64 rules.")
+
+
+def test_an_earlier_plan_gives_way_to_the_newest_one():
+    earlier = "**summarized content:**\nOpen leads / next steps:\n- Try the RaiseChild attack from the parent domain"
+    newer = build_summary_prompt([TASK], [_ai(earlier), _ai("The trust is one way. Next I will spray MSSQL logins. "
+                                                            "Then I will try WinRM on 10.2.2.5.")])
+    summary = extractive_summarize(newer)
+    assert "RaiseChild" not in summary and "- Next I will spray MSSQL logins." in _section(summary, "next")
+    kept = build_summary_prompt([TASK], [_ai(earlier)])  # nothing newer planned: the earlier plan stands
+    assert "- Try the RaiseChild attack from the parent domain" in _section(extractive_summarize(kept), "next")
+
+
+def test_ticket_blobs_are_listed_smallest_first_and_an_identifier_inside_another_once():
+    blobs = ["cd" * 700, "ab" * 600, "ef" * 800]
+    output = "\n".join(f"$krb5tgs$23$*u{i}$C.LOCAL$c.local/u{i}*$" + "f" * 32 + "$" + b for i, b in enumerate(blobs))
+    work = [_ai(None, _call("c1", "GetUserSPNs.py c.local/bob -request")),
+            _tool("c1", output + "\nDC at 10.9.9.9 and 10.9.9.9:88")]
+    summary = extractive_summarize(build_summary_prompt([TASK], work), budget_bytes=8192)
+    listed = summary.split("\nIdentifiers: ", 1)[1]
+    assert listed.index(blobs[1]) < listed.index(blobs[0]) < listed.index(blobs[2])
+    assert "10.9.9.9:88" in summary and ", 10.9.9.9," not in f", {listed},"
