@@ -21,6 +21,8 @@ from summarizer.identifiers import (
     is_case_insensitive_id,
 )
 from summarizer.prompts import build_summary_prompt
+from summarizer.summary_writer import SPLIT_TURN_SEPARATOR, SummaryOptions, write_summary
+from summarizer.tokens import message_tokens
 from tests.summarizer.test_extractive_briefing import _ai, _call, _tool
 
 TASK = {"role": "user", "content": "Enumerate corp.local from 10.2.2.0/24 and report what works."}
@@ -196,3 +198,17 @@ def test_ticket_blobs_are_listed_smallest_first_and_an_identifier_inside_another
     listed = summary.split("\nIdentifiers: ", 1)[1]
     assert listed.index(blobs[1]) < listed.index(blobs[0]) < listed.index(blobs[2])
     assert "10.9.9.9:88" in summary and ", 10.9.9.9," not in f", {listed},"
+
+
+def test_parts_of_a_turn_cut_twice_merge_instead_of_stacking_their_headings():
+    first = write_summary([], summarize=extractive_summarize, opts=SummaryOptions(summary_budget_tokens=400),
+                          measure=message_tokens, prefix=[
+                              TASK, _ai("Got a kerberoastable hash for svc_web!", _call("c1", "nxc ldap 10.2.2.5"))])
+    assert first.text is not None and first.text.count(SPLIT_TURN_SEPARATOR) == 1
+    toolish = [_tool("c1", "LDAP 10.2.2.5 389 DC01 [+] corp.local\\bob:Winter2024")]
+    second = write_summary([], summarize=extractive_summarize, opts=SummaryOptions(summary_budget_tokens=400),
+                           measure=message_tokens, previous_summary=first.text, prefix=[
+                               *toolish, _ai("No WinRM for any account.", _call("c2", "nxc winrm 10.2.2.5"))])
+    text = second.text or ""
+    assert text.count(SPLIT_TURN_SEPARATOR) == 1 and text.count("## Original request") == 1
+    assert "kerberoastable hash for svc_web" in text and "No WinRM for any account." in text
