@@ -97,8 +97,8 @@ def _scan_identifiers(line: str) -> tuple[str, ...]:
 
 # A summarizer reads the same lines again and again (a chain is re-summarized every turn, an earlier summary
 # is merged into the next), so the scan of a line is remembered; long lines (dumps) are scanned every time.
-_line_identifiers = functools.lru_cache(maxsize=32_768)(_scan_identifiers)
-_CACHED_LINE_CHARS = 2_000
+_line_identifiers = functools.lru_cache(maxsize=8_192)(_scan_identifiers)
+_CACHED_LINE_CHARS = 1_000
 
 
 def missing_identifiers(identifiers: list[str], text: str) -> list[str]:
@@ -219,7 +219,7 @@ def _scan_findings(line: str) -> tuple[tuple[int, Finding], ...]:
     return tuple(out)
 
 
-_line_findings = functools.lru_cache(maxsize=32_768)(_scan_findings)
+_line_findings = functools.lru_cache(maxsize=8_192)(_scan_findings)
 
 
 def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
