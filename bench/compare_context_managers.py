@@ -46,7 +46,7 @@ from summarizer import count_tokens  # noqa: E402
 from summarizer.extractive_facts import is_noise_class  # noqa: E402
 from summarizer.identifiers import extract_identifiers, missing_identifiers  # noqa: E402
 
-__all__ = ["Row", "replay_file", "main", "MANAGERS"]
+__all__ = ["Row", "replay_file", "main", "MANAGERS", "view_text"]
 
 Message = dict[str, Any]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus"
@@ -94,12 +94,21 @@ def _kib(messages: list[Message]) -> float:
     return sum(len(json.dumps(m, ensure_ascii=False).encode()) for m in messages) / 1024
 
 
-def _text(messages: list[Message]) -> str:
+def _content_text(content: Any) -> str:
+    """A message's content as the model reads it: a list of parts is its text parts, one after the other (a
+    JSON dump would escape every backslash and newline, so "ESSOS\\krbtgt" in a summary would not be found)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else json.dumps(content, ensure_ascii=False)
+
+
+def view_text(messages: list[Message]) -> str:
     """Everything a model reads in these messages: contents and tool-call arguments."""
     parts = []
     for m in messages:
-        content = m.get("content")
-        parts.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False))
+        parts.append(_content_text(m.get("content")))
         parts.extend(str((c.get("function") or {}).get("arguments") or "") for c in m.get("tool_calls") or [])
     return "\n".join(parts)
 
@@ -109,8 +118,8 @@ def retention(raw: list[Message], view: list[Message], *, noise: bool = True) ->
     `noise=False` leaves the noise classes out of both counts."""
     kept = {normalized(m) for m in view}
     replaced = [m for m in raw if normalized(m) not in kept]
-    ids = [i for i in extract_identifiers(_text(replaced)) if noise or not is_noise_class(i)]
-    return len(ids), len(ids) - len(missing_identifiers(ids, _text(view)))
+    ids = [i for i in extract_identifiers(view_text(replaced)) if noise or not is_noise_class(i)]
+    return len(ids), len(ids) - len(missing_identifiers(ids, view_text(view)))
 
 
 def replay_file(path: Path, key: str, window_tokens: int) -> Row:

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from compare_context_managers import view_text  # noqa: E402
 from context_managers import LangChainSummarization, LangMemSummarization, Manager, Ours, normalized, split_turns  # noqa: E402
 
 from summarizer import count_tokens  # noqa: E402
@@ -68,24 +69,15 @@ class ProbeRow:
         return self.raw_tokens / self.view_tokens if self.view_tokens else 0.0
 
 
-def _text(messages: list[Message]) -> str:
-    parts = []
-    for m in messages:
-        content = m.get("content")
-        parts.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False))
-        parts.extend(str((c.get("function") or {}).get("arguments") or "") for c in m.get("tool_calls") or [])
-    return "\n".join(parts)
-
-
 def facts_kept(facts: list[dict[str, Any]], view: list[Message]) -> list[str]:
     """The `what` of every fact none of whose spellings occurs in the view."""
-    text = _text(view)
+    text = view_text(view)
     return [f["what"] for f in facts if not any(spelling in text for spelling in f["any_of"])]
 
 
 def _summaries(raw: list[Message], view: list[Message]) -> list[str]:
     verbatim = {normalized(m) for m in raw}
-    return [_text([m]) for m in view if normalized(m) not in verbatim and m.get("role") != "system"]
+    return [view_text([m]) for m in view if normalized(m) not in verbatim and m.get("role") != "system"]
 
 
 def identifier_share(summaries: list[str]) -> float:

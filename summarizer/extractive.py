@@ -44,23 +44,48 @@ __all__ = ["extractive_summarize", "make_extractive", "prompt_identifiers", "DEF
 
 DEFAULT_BUDGET_BYTES = 8192
 IDENTIFIER_SHARE_MAX = 0.6            # identifiers may take at most this share of a PentAGI summary
+PAYLOAD_SHARE_MAX = 0.35               # ... and payload-sized runs (ticket blobs, base64) at most this share
 _IDS_SLACK_BYTES = 32                 # the "Identifiers: " label and separators
 EMPTY_SECTION = "None."
 ALL_QUOTED = "All quoted above."
 NOISE_LABEL = "- also in tool output: "
 
 
-def _select(items: list[Item], budget: int, chosen: set[int], header_cost: Callable[[str, set[str]], int]) -> int:
+class _Quotes:
+    """Which listed identifiers each item quotes: a chosen line that quotes one takes it off the identifier
+    list, so the line costs only what it adds (a Done line naming a host and a path may cost nothing)."""
+
+    def __init__(self, items: list[Item], ids: list[str], separator_bytes: int) -> None:
+        folded = [(i, is_case_insensitive_id(i)) for i in ids]
+        self.by_item: list[list[str]] = []
+        for item in items:
+            text, upper = item.text, item.text.upper()
+            self.by_item.append([i for i, fold in folded if (i.upper() in upper if fold else i in text)])
+        self.covered: set[str] = set()
+        self.separator = separator_bytes
+        self.saved = 0  # listing bytes the chosen lines were credited with
+
+    def saving(self, index: int) -> int:
+        return sum(byte_size(i) + self.separator for i in self.by_item[index] if i not in self.covered)
+
+    def take(self, index: int) -> None:
+        self.saved += self.saving(index)
+        self.covered.update(self.by_item[index])
+
+
+def _select(items: list[Item], budget: int, chosen: set[int], header_cost: Callable[[str, set[str]], int],
+            quotes: _Quotes) -> int:
     """Greedy by priority (ties: earlier first); returns the bytes still free."""
     groups = {items[i].group for i in chosen}
     for index in sorted(range(len(items)), key=lambda i: (-items[i].priority, items[i].order)):
         if index in chosen:
             continue
         item = items[index]
-        cost = byte_size(item.text) + 1 + header_cost(item.group, groups)
+        cost = byte_size(item.text) + 1 + header_cost(item.group, groups) - quotes.saving(index)
         if cost <= budget:
             chosen.add(index)
             groups.add(item.group)
+            quotes.take(index)
             budget -= cost
     return budget
 
@@ -86,9 +111,11 @@ def _identifier_lines(ids: list[str], budget: int, bullet: bool) -> str:
     return separator.join(shown)
 
 
-# Checkpoint sections the prompt did not ask for: where their lines go instead (None = dropped).
-_FALLBACK_GROUPS = {"blocked": "done", "current": None, "constraints": "critical", "decisions": "critical",
-                    "next": "critical", "goal": "critical", "done": "critical", "earlier": "critical"}
+# Checkpoint sections the prompt did not ask for: where their lines go instead. None = dropped: a rule of the
+# task, a plan or a decision under "Context for the kept suffix" (a split turn's prefix) would read as a finding
+# once that checkpoint is merged again, and outlive every later merge.
+_FALLBACK_GROUPS = {"blocked": "done", "current": None, "constraints": None, "decisions": None,
+                    "next": None, "goal": "critical", "done": "critical", "earlier": "critical"}
 # Groups the briefing has no title for: where their lines go (None = dropped; plain decisions are prose).
 _BRIEFING_FALLBACK = {"constraints": "goal", "current": "goal", "decisions": None}
 
@@ -153,13 +180,42 @@ def _level(heading: str) -> int:
     return len(heading) - len(heading.lstrip("#"))
 
 
-def _identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool) -> tuple[list[str], list[str]]:
-    """(identifiers to list, noise): the ones a retry names first, then the input's, as the input spells them.
+def _without_contained(ids: list[str]) -> list[str]:
+    """`ids` minus those another one contains ("10.0.0.5" in "10.0.0.5:445", a dump cut short in the whole
+    dump): listing the longer one quotes both, and the audit looks for each as a substring."""
+    out: list[str] = []
+    longer = ""
+    for identifier in sorted(ids, key=len, reverse=True):
+        folded = identifier.upper() in longer.upper() if is_case_insensitive_id(identifier) else identifier in longer
+        if not folded:
+            out.append(identifier)
+            longer += "\n" + identifier
+    keep = set(out)
+    return [i for i in ids if i in keep]
+
+
+def _payloads(spelled: list[str], room: int | None) -> list[str]:
+    """The payload-sized runs to list: smallest first (the most that fit) within `room` bytes (None: all)."""
+    out, used = [], 0
+    for payload in sorted((i for i in spelled if len(i) > MAX_ENFORCED_IDENTIFIER_CHARS), key=len):
+        used += byte_size(payload) + 2
+        if room is not None and used > room:
+            break
+        out.append(payload)
+    return out
+
+
+def _identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool,
+                 payload_room: int | None = None) -> tuple[list[str], list[str], list[str]]:
+    """(identifiers to list, noise, spare payloads): the ones a retry names first, then the input's, as the
+    input spells them.
 
     Noise (summarizer.extractive_facts.noise_identifiers) is dropped from a PentAGI summary and listed last,
     compactly, in a checkpoint, whose audit still counts it. Payload-sized runs (over
     MAX_ENFORCED_IDENTIFIER_CHARS: Kerberos tickets, base64 dumps) are not enforced by the audit and no
-    checkpoint budget holds them, so a checkpoint skips them; a PentAGI summary lists them last."""
+    checkpoint budget holds them, so a checkpoint reserves no room for them; a PentAGI summary lists them last,
+    as many as fit in `payload_room` bytes: a 2 KB ticket blob is worth less than the lines it would push out.
+    The payloads not listed are spare: they take whatever room the lines leave."""
     # What the audit checks (the new messages) before what only rolls forward (an earlier checkpoint's list).
     ordered = [e for e in entries if e.name != PREVIOUS_SUMMARY] + [e for e in entries if e.name == PREVIOUS_SUMMARY]
     source = "\n".join(e.text for e in ordered) + "\n" + outside_text(prompt)
@@ -172,14 +228,17 @@ def _identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool) -> tupl
     noise = noise_identifiers(spelled, agent_text + "\n" + "\n".join(named),
                               (e.text for e in entries if e.kind == "result"))
     short = [i for i in spelled if len(i) <= MAX_ENFORCED_IDENTIFIER_CHARS]
-    long = [i for i in spelled if len(i) > MAX_ENFORCED_IDENTIFIER_CHARS]
-    kept = [i for i in short if i not in noise] + ([] if checkpoint else long)
-    return kept, ([i for i in short if i in noise] if checkpoint else [])
+    spelled = _without_contained(spelled)
+    payloads = [] if checkpoint else _payloads(spelled, payload_room)
+    spare = [i for i in _payloads(spelled, None) if i not in payloads]
+    listed_noise = [i for i in short if i in noise] if checkpoint else []
+    return [i for i in short if i not in noise] + payloads, listed_noise, spare
 
 
 def prompt_identifiers(prompt: str) -> tuple[list[str], list[str]]:
     """(identifiers worth carrying, noise) of a summary prompt, as a summary of it would list them."""
-    return _identifiers(prompt, parse_prompt(prompt), checkpoint=bool(requested_headings(prompt)))
+    ids, noise, _ = _identifiers(prompt, parse_prompt(prompt), checkpoint=bool(requested_headings(prompt)))
+    return ids, noise
 
 
 def _goal_bytes(items: list[Item]) -> int:
@@ -198,6 +257,22 @@ def _listing(ids: list[str], noise: list[str], budget: int, bullet: bool) -> str
     return text
 
 
+def _with_spare(ids_text: str, spare: list[str], room: int, bullet: bool) -> str:
+    """The identifier list plus the spare payloads that fit whole in `room` bytes, smallest first."""
+    separator = "\n- " if bullet else ", "
+    added = []
+    for payload in spare:
+        cost = byte_size(payload) + byte_size(separator)
+        if cost > room:
+            break
+        added.append(payload)
+        room -= cost
+    if not added:
+        return ids_text
+    tail = separator.join(added)
+    return f"{ids_text}{separator}{tail}" if ids_text else (f"- {tail}" if bullet else tail)
+
+
 def extractive_summarize(prompt: str, *, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> str:
     """A deterministic extractive summary of a summary prompt, at most `budget_bytes` UTF-8 bytes.
 
@@ -211,21 +286,27 @@ def extractive_summarize(prompt: str, *, budget_bytes: int = DEFAULT_BUDGET_BYTE
     request_cap = min(REQUEST_CAP_BYTES, max(REQUEST_MIN_BYTES, budget_bytes // 8))
     collector = Collector(entries, structured=bool(layout.headings), request_cap=request_cap)
     items = [it for it in collector.collect() if layout.title(it.group)]
-    ids, noise = _identifiers(prompt, entries, checkpoint=bool(layout.headings))
+    ids, noise, spare = _identifiers(prompt, entries, checkpoint=bool(layout.headings),
+                                     payload_room=int(budget_bytes * PAYLOAD_SHARE_MAX))
     bullet = layout.ids_heading is not None
     fixed = layout.skeleton_bytes() + _IDS_SLACK_BYTES
     # A checkpoint is audited for its identifiers: they may take everything but the newest request's line.
     # PentAGI summaries are not audited, so there identifiers keep to a share and the lines get the rest.
     share = budget_bytes - fixed - _goal_bytes(items) if layout.headings else int(budget_bytes * IDENTIFIER_SHARE_MAX)
-    reserve = max(min(byte_size(_listing(ids, noise, budget_bytes, bullet)), share), 0)
+    listing = byte_size(_listing(ids, noise, budget_bytes, bullet))
+    reserve = max(min(listing, share), 0)
+    # Lines may count on the listing bytes their identifiers free only while the whole list is reserved.
+    quotes = _Quotes(items, ids if reserve == listing else [], 3 if bullet else 2)
     chosen: set[int] = set()
-    free = _select(items, budget_bytes - fixed - reserve, chosen, layout.header_cost) + reserve
+    free = _select(items, budget_bytes - fixed - reserve, chosen, layout.header_cost, quotes) + reserve - quotes.saved
     picked = [items[i] for i in chosen]
     quoted = "\n".join(it.text for it in picked)
     ids_text = _listing(missing_identifiers(ids, quoted), missing_identifiers(noise, quoted), free, bullet)
-    if free - byte_size(ids_text) > 0:
-        _select(items, free - byte_size(ids_text), chosen, layout.header_cost)
+    rest = free - byte_size(ids_text)
+    if rest > 0:
+        rest = _select(items, rest, chosen, layout.header_cost, _Quotes(items, [], 0))
         picked = [items[i] for i in chosen]
+    ids_text = _with_spare(ids_text, spare, rest, bullet)
     text = layout.render(picked, ids_text) if (picked or ids_text or layout.headings) else "No content to summarize."
     return clip(text, budget_bytes)
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from summarizer.extractive_facts import (
+    ELLIPSIS,
     clip,
     is_constraint,
     is_decision,
@@ -78,12 +79,24 @@ def _lines(text: str) -> list[str]:
     return [s for s in (squash(line) for line in text.splitlines()) if s and any(c.isalnum() for c in s)]
 
 
-def _sentences(text: str) -> list[str]:
+def _sentences(text: str) -> list[tuple[str, bool]]:
     """The agent's prose one sentence at a time ("No X found. Y worked." says two things), split only after
-    a full stop, never at a colon: "password: x" stays one piece."""
-    pieces = (_LIST_MARK_RE.sub("", s) for line in _lines(text) for s in _SENTENCE_END_RE.split(line))
-    # "Let me:" and "Found critical information:" only announce the list that follows
-    return [s for s in pieces if any(c.isalnum() for c in s) and not (s.endswith(":") and len(s.split()) < 5)]
+    a full stop, never at a colon: "password: x" stays one piece. Each comes with whether it is an item of a
+    list its plan announced ("Let me:" then "1. Crack the hash"): a step it meant to take, not a finding."""
+    out: list[tuple[str, bool]] = []
+    planned = False
+    for line in _lines(text):
+        item = bool(_LIST_MARK_RE.match(line))
+        planned = planned and item
+        for piece in _SENTENCE_END_RE.split(_LIST_MARK_RE.sub("", line)):  # "1. Crack it" is one piece
+            if not any(c.isalnum() for c in piece):
+                continue
+            if piece.endswith(":"):
+                planned = bool(_PLAN_LEAD_RE.match(piece))
+                if len(piece.split()) < 5:
+                    continue  # "Let me:" and "Found critical information:" only announce the list that follows
+            out.append((piece, planned and item))
+    return out
 
 
 def _pairing_terms(call: Entry) -> set[str]:
@@ -122,6 +135,24 @@ def _outcome(lines: list[str]) -> tuple[str, bool]:
     return best, False
 
 
+def _without_cut_copies(items: list[Item]) -> list[Item]:
+    """Items minus the copies of a line that an earlier summary (or a cap) cut short with an ellipsis: the
+    same hash quoted at three lengths costs three lines and says one thing. The fuller line stays, at the
+    highest priority any copy had."""
+    stems = sorted(range(len(items)), key=lambda i: items[i].text.rstrip(ELLIPSIS))
+    dropped: dict[int, int] = {}  # cut copy -> the fuller line that replaces it
+    for before, after in zip(stems, stems[1:], strict=False):
+        short = items[before].text
+        if short.endswith(ELLIPSIS) and items[after].text.startswith(short.rstrip(ELLIPSIS)):
+            dropped[before] = after
+    best = {i: items[i].priority for i in range(len(items))}
+    for copy, fuller in dropped.items():
+        while fuller in dropped:
+            fuller = dropped[fuller]
+        best[fuller] = max(best[fuller], best[copy])
+    return [Item(it.group, it.order, best[i], it.text) for i, it in enumerate(items) if i not in dropped]
+
+
 class Collector:
     """Turns entries into prioritized items of the briefing's groups."""
 
@@ -136,6 +167,7 @@ class Collector:
         self.old_asks: list[str] = []
         self.step: str | None = None
         self.old_step: str | None = None
+        self.old_next: set[int] = set()  # an earlier summary's next steps: superseded by a newer plan
         self.last_ai = max((i for i, e in enumerate(entries) if e.kind == "ai"), default=-1)
 
     def add(self, group: str, priority: int, text: str) -> int:
@@ -162,7 +194,13 @@ class Collector:
         for line in typed_findings("\n".join(e.text for e in self.entries)):
             self.add("critical", 90, line)
         self._goal()
-        return self.items
+        return _without_cut_copies(self._current_plan())
+
+    def _current_plan(self) -> list[Item]:
+        """The items, minus an earlier summary's next steps when a newer note planned again: the open leads
+        are the agent's latest plan, not every plan it ever made."""
+        fresh = any(it.group == "next" and i not in self.old_next for i, it in enumerate(self.items))
+        return [it for i, it in enumerate(self.items) if not (fresh and i in self.old_next)]
 
     def _goal(self) -> None:
         """Task in short, the newest ask verbatim, the current step: the goal moves with the agent."""
@@ -186,7 +224,7 @@ class Collector:
         if last_call > last_ai:
             return _call_text(self.entries[last_call])[2:]
         if last_ai >= 0:
-            lines = _sentences(self.entries[last_ai].text)
+            lines = [line for line, _ in _sentences(self.entries[last_ai].text)]
             return next((line for line in reversed(lines) if is_plan(line)), lines[-1] if lines else None)
         return None
 
@@ -226,8 +264,11 @@ class Collector:
             detail = line.startswith("> ")
             text = f"  {line}" if detail else (line if line.startswith("- ") else f"- {line}")
             bonus = REFERENCED_BONUS if self.referenced(line, position) else 0
+            bonus += EMPHASIS_BONUS if "**" in line else 0  # the agent called it out when it was written
             base = _MERGED_DETAIL_PRIORITY if detail else _MERGED_PRIORITY.get(group, 70)
-            self.add(group, base + min(score(line), 30) + bonus, text)
+            index = self.add(group, base + min(score(line), 30) + bonus, text)
+            if group == "next":
+                self.old_next.add(index)
 
     def _goal_line(self, line: str, group: str) -> bool:
         for label, sink in ((TASK_LABEL, "task"), (ASK_LABEL, "ask"), (STEP_LABEL, "step")):
@@ -290,16 +331,16 @@ class Collector:
     def _ai(self, entry: Entry, position: int) -> None:
         self._flush_pending()
         latest = position == self.last_ai
-        for line in _sentences(entry.text):
+        for line, planned in _sentences(entry.text):
             if latest and line == self.step:
                 continue  # already the goal's current step
             value = score(line) + (REFERENCED_BONUS if self.referenced(line, position) else 0)
             value += EMPHASIS_BONUS if "**" in line else 0  # the agent itself called this out
-            if latest and is_plan(line) and not is_negative(line):
+            if latest and (planned or is_plan(line)) and not is_negative(line):
                 self.add("next", 75 + value // 10, f"- {line}")
             elif is_negative(line):  # the agent's own conclusions are what a successor needs most
                 self.add("blocked", AGENT_CONCLUSION_PRIORITY + value, f"- {line}")
-            elif _PLAN_LEAD_RE.match(line) and not typed_findings(line):
+            elif (planned or _PLAN_LEAD_RE.match(line)) and not typed_findings(line):
                 self.add("decisions", 35 + value, f"- {line}")  # an intent of its time, not a finding
             elif value >= 15 or (value and is_strong(line)):
                 self.add("critical", AGENT_CONCLUSION_PRIORITY + value, f"- {line}")

@@ -27,10 +27,12 @@ _ERROR_RE = re.compile(r"\b(?:error|failed|failure|denied|refused|time[d ]?out|n
 # The agent's own words for a dead end: "no X found", "did not work", "not vulnerable", "X failed because Y".
 _NEGATIVE_RE = re.compile(r"\b(?:no\s+(?:\w+\s+){0,3}(?:found|detected|returned|available|results?|luck|access|"
                           r"success)|nothing|not\s+(?:vulnerable|found|possible|exploitable|accessible|reachable|"
-                          r"allowed|working|valid|successful)|did(?:n't| not)|does(?:n't| not)|could(?:n't| not)|"
-                          r"wasn't|isn't|failed|fails|unsuccessful|dead end|blocked|denied|unable|impossible|"
-                          r"doesn't work|no longer)\b", re.IGNORECASE)
-_POSITIVE_RE = re.compile(r"\b(?:excellent|great|success\w*|succeeded|worked|works|got|obtained|cracked|pwn3d|"
+                          r"allowed|working|valid|successful|cracked)|did(?:n't| not)|does(?:n't| not)|"
+                          r"could(?:n't| not)|wasn't|isn't|failed|fails|unsuccessful|dead end|blocked|denied|unable|"
+                          r"impossible|doesn't work|no longer|"
+                          r"(?:is|are|was|were)\s+(?:\w+\s+)?(?:limited|restricted|disabled|filtered|patched))\b|"
+                          r"^no\s+\w", re.IGNORECASE)
+_POSITIVE_RE = re.compile(r"(?<!not )\b(?:excellent|great|success\w*|succeeded|worked|works|got|obtained|cracked|pwn3d|"
                           r"compromised|dumped)\b", re.IGNORECASE)
 _VERSION_RE = re.compile(r"\bversion\b|\bv\d+\.\d+|\b[A-Za-z][\w-]+/\d+\.\d+", re.IGNORECASE)
 _CONSTRAINT_RE = re.compile(r"\b(?:must|never|do not|don't|only|avoid|ignore|scope|not allowed|forbidden|rule|"
@@ -40,11 +42,15 @@ _DECISION_RE = re.compile(r"\b(?:decid\w+|chose|choose|instead|because|plan\w*|s
 _PLAN_RE = re.compile(r"\b(?:next|todo|then|remaining|need to|should|will|let me|let's|i'll|continue|now|try|"
                       r"going to|plan)\b", re.IGNORECASE)
 _SPACES_RE = re.compile(r"\s+")
+# An option synopsis ("usage: nxc [-p PASSWORD] [-H HASH]") names result words without reporting any result.
+_OPTION_SYNOPSIS_RE = re.compile(r"\[-{1,2}\w[^\[\]]*\]")
 # Technical tokens an agent quotes when it refers back to something: values with digits or punctuation
 # (hosts, paths, versions, hashes, user@domain) and anything it put in quotes or backticks.
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_$@\\/.:+-]{4,}")
 _QUOTED_RE = re.compile(r"[`'\"]([^`'\"\s]{3,80})[`'\"]")
 _TECHNICAL_RE = re.compile(r"[0-9_$@\\/.:]")
+# A CamelCase name (a share, an account, a class: "CertEnroll", "WinRM") is as distinctive as a path.
+_CAMEL_RE = re.compile(r"\b[A-Z]?[a-z]+[A-Z][A-Za-z]*\b")
 _TOKEN_TRIM = ".,:;!?()[]{}'\"`"
 
 # Identifier classes that are tool chatter rather than something to carry forward (issue 11): hexdump offsets,
@@ -83,7 +89,7 @@ def clip(text: str, limit: int) -> str:
 
 
 def is_strong(line: str) -> bool:
-    return bool(_STRONG_RE.search(line))
+    return bool(_STRONG_RE.search(_OPTION_SYNOPSIS_RE.sub("", line)))
 
 
 def is_error(line: str) -> bool:
@@ -159,17 +165,26 @@ def typed_findings(text: str) -> list[str]:
         known = by_value.get(finding.value)
         if known is None or (known in ("password", "credential (user:password)") and label != known):
             by_value[finding.value] = label
-    # a bare secret already shown inside a user:secret pair is the same finding twice
+    # a bare secret already shown inside a user:secret pair is the same finding twice, and so is a user:secret
+    # pair already shown with its domain ("corp\\user:secret")
     paired = [v for v in by_value if ":" in v]
     return [f"- {label}: {value}" for value, label in by_value.items()
-            if ":" in value or not any(p.endswith(":" + value) or p.startswith(value + ":") for p in paired)]
+            if not any(p != value and _same_finding(value, p) for p in paired)]
+
+
+def _same_finding(value: str, fuller: str) -> bool:
+    """True when `fuller` states `value` with more context: the pair around a bare secret, the domain before
+    a user:secret pair ("corp.local\\user:secret")."""
+    if ":" not in value:
+        return fuller.endswith(":" + value) or fuller.startswith(value + ":")
+    return fuller.endswith(("\\" + value, "/" + value))
 
 
 def terms_of(text: str) -> set[str]:
     """The technical tokens of `text` (see _TOKEN_RE), trimmed of punctuation, case kept."""
     found = {t.strip(_TOKEN_TRIM) for t in _TOKEN_RE.findall(text)}
     terms = {t for t in found if len(t) >= 4 and _TECHNICAL_RE.search(t)}
-    return terms | {q for q in _QUOTED_RE.findall(text)}
+    return terms | set(_QUOTED_RE.findall(text)) | {c for c in _CAMEL_RE.findall(text) if len(c) >= 4}
 
 
 def reference_terms(texts: Iterable[tuple[int, str]]) -> dict[str, int]:

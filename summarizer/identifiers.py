@@ -7,6 +7,7 @@ valid user names, flags. Both are regex scans, linear in the input, and determin
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -80,14 +81,24 @@ def extract_identifiers(text: str, *, limit: int | None = None) -> list[str]:
     yields the bare address. `limit` keeps only the first N (None = all).
     """
     seen: dict[str, str] = {}
-    for match in _IDENTIFIER_RE.finditer(text or ""):
-        for value in _values(match):
+    for line in (text or "").split("\n"):  # no identifier spans a line break, so lines are scanned alone
+        for value in _line_identifiers(line) if len(line) <= _CACHED_LINE_CHARS else _scan_identifiers(line):
             key = value.upper() if is_case_insensitive_id(value) else value
-            if value and key not in seen:
+            if key not in seen:
                 seen[key] = value
                 if limit is not None and len(seen) >= limit:
                     return list(seen.values())
     return list(seen.values())
+
+
+def _scan_identifiers(line: str) -> tuple[str, ...]:
+    return tuple(value for match in _IDENTIFIER_RE.finditer(line) for value in _values(match) if value)
+
+
+# A summarizer reads the same lines again and again (a chain is re-summarized every turn, an earlier summary
+# is merged into the next), so the scan of a line is remembered; long lines (dumps) are scanned every time.
+_line_identifiers = functools.lru_cache(maxsize=8_192)(_scan_identifiers)
+_CACHED_LINE_CHARS = 1_000
 
 
 def missing_identifiers(identifiers: list[str], text: str) -> list[str]:
@@ -149,15 +160,24 @@ _FINDING_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"(?<![\w-])(?:[A-Za-z0-9]+[_-])*(?P<label>password|passwd|pass|pwd|secret|api[_-]?key|token)\s*[:=]\s*{_Q}(?P<value>[^\s'\"`,;]+)",
         re.IGNORECASE)),
     ("flag", re.compile(r"(?P<value>\b(?:flag|htb|thm|ctf|picoctf)\{[^}\s]{1,200}\})", re.IGNORECASE)),
+    # an agent announcing what it cracked: "John cracked another hash for north: `345ertdfg`"
+    ("password", re.compile(r"\bcracked\b[^`*\n]{0,80}?[:=]\s*(?:`|\*\*)(?P<value>[^`*\s]{3,})(?:`|\*\*)",
+                            re.IGNORECASE)),
 ]
+# Every finding pattern needs one of these: "[+]", "valid", "login:", "-u", a password label, "crack", a hash's "$",
+# "::" or 32 hex digits and a colon, a flag's "{". Most lines have none and skip the thirteen patterns.
+_FINDING_HINT_RE = re.compile(r"\[\+\]|valid|login:|-u|pass|pwd|secret|api|token|crack|\$|::|[0-9a-f]{32}:|\{",
+                              re.IGNORECASE)
 _PLACEHOLDER_SECRETS = {"", "''", '""', "<password>", "password", "pass", "none", "null", "******", "xxx", "$password"}
+# "-u users.txt -p /tmp/passwords.txt" sprays lists and "-p \" continues a shell line: neither names a secret.
+_NOT_A_LOGIN_RE = re.compile(r"^(?:~?/|\./)|\.(?:txt|lst|list|dic)$|\\$")
 
 
 def _finding_value(kind: str, match: re.Match[str]) -> str | None:
     groups = match.groupdict()
     if "user" in groups and "secret" in groups:
         user, secret = groups["user"], groups["secret"]
-        if secret.lower() in _PLACEHOLDER_SECRETS or not user:
+        if secret.lower() in _PLACEHOLDER_SECRETS or not user or any(map(_NOT_A_LOGIN_RE.search, (user, secret))):
             return None
         return f"{user}:{secret}"
     value = groups["value"]
@@ -176,15 +196,30 @@ def extract_findings(text: str) -> list[Finding]:
     found: dict[tuple[str, str], Finding] = {}
     ordered: list[tuple[int, tuple[str, str]]] = []
     for line_start, line in _lines_with_offsets(text or ""):
-        for kind, pattern in _FINDING_PATTERNS:
-            for match in pattern.finditer(line):
-                value = _finding_value(kind, match)
-                if value is None or (kind, value) in found:
-                    continue
-                found[(kind, value)] = Finding(kind, value, line.strip()[:_LINE_CAP_CHARS])
-                ordered.append((line_start + match.start(), (kind, value)))
+        scanned = _line_findings(line) if len(line) <= _CACHED_LINE_CHARS else _scan_findings(line)
+        for start, finding in scanned:
+            key = (finding.kind, finding.value)
+            if key not in found:
+                found[key] = finding
+                ordered.append((line_start + start, key))
     ordered.sort(key=lambda item: item[0])
     return [found[key] for _, key in ordered]
+
+
+def _scan_findings(line: str) -> tuple[tuple[int, Finding], ...]:
+    """(offset, finding) of one line, in pattern order; a line none of whose patterns can match is skipped."""
+    if not _FINDING_HINT_RE.search(line):
+        return ()
+    out: list[tuple[int, Finding]] = []
+    for kind, pattern in _FINDING_PATTERNS:
+        for match in pattern.finditer(line):
+            value = _finding_value(kind, match)
+            if value is not None:
+                out.append((match.start(), Finding(kind, value, line.strip()[:_LINE_CAP_CHARS])))
+    return tuple(out)
+
+
+_line_findings = functools.lru_cache(maxsize=8_192)(_scan_findings)
 
 
 def _lines_with_offsets(text: str) -> list[tuple[int, str]]:

@@ -166,10 +166,11 @@ class _Writer:
             self.partials = [self.call(self.prompt(chunk, None, (), _latest_ask(chunk))) for chunk in chunks]
         return self.call(self.prompt([], [p for p in [previous, *self.partials] if p], missing, _latest_ask(span)))
 
-    def prefix(self, prefix: Sequence[Message], missing: Sequence[str]) -> str:
+    def prefix(self, prefix: Sequence[Message], missing: Sequence[str], carried_tokens: int = 0) -> str:
+        budget = None if self.prefix_budget is None else self.prefix_budget + carried_tokens
         return self.call(build_split_turn_prompt(prefix, instructions=self.opts.instructions,
                                                  max_message_chars=self.opts.max_message_chars,
-                                                 summary_budget_tokens=self.prefix_budget, missing=missing))
+                                                 summary_budget_tokens=budget, missing=missing))
 
 
 def _bounded_span(span: Sequence[Message], opts: SummaryOptions,
@@ -258,4 +259,12 @@ def _compose(writer: _Writer, span: Sequence[Message], prefix: Sequence[Message]
         main += f"\n\n(Note: {omitted} older messages did not fit the summarizer and were omitted.)"
     if not prefix:
         return main
-    return main + SPLIT_TURN_SEPARATOR + writer.prefix(prefix, missing)
+    carried = 0
+    if SPLIT_TURN_SEPARATOR in main:
+        # The previous checkpoint, kept as it was, ends in an earlier part of a turn: that part goes into the
+        # new part's prompt as what came before, so parts merge instead of stacking their headings. It had
+        # its room in the view already, so the merged part may take that room too.
+        main, older = main.split(SPLIT_TURN_SEPARATOR, 1)
+        earlier: Message = {"role": "user", "content": f"<summary>\n{older.strip()}\n</summary>"}
+        prefix, carried = [earlier, *prefix], writer.measure(earlier)
+    return main + SPLIT_TURN_SEPARATOR + writer.prefix(prefix, missing, carried)
