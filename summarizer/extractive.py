@@ -44,7 +44,7 @@ __all__ = ["extractive_summarize", "make_extractive", "prompt_identifiers", "DEF
 
 DEFAULT_BUDGET_BYTES = 8192
 IDENTIFIER_SHARE_MAX = 0.6            # identifiers may take at most this share of a PentAGI summary
-PAYLOAD_SHARE_MAX = 0.35               # ... and payload-sized runs (ticket blobs, base64) at most this share
+PAYLOAD_SHARE_MAX = 0.40               # ... and payload-sized runs (ticket blobs, base64) at most this share
 _IDS_SLACK_BYTES = 32                 # the "Identifiers: " label and separators
 EMPTY_SECTION = "None."
 ALL_QUOTED = "All quoted above."
