@@ -76,6 +76,20 @@ class Server:
     def append(self, chain_id: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return self.api("POST", f"/api/chains/{chain_id}/messages", {"messages": messages})
 
+    def settle(self, chain_id: int, *, quiet_polls: int = 4, timeout: float = 60.0) -> None:
+        """Wait until the worker is done with the chain (no running event, view version unchanged for a
+        second): a page opened earlier would swap its view panel under the test's keys or clicks."""
+        deadline, last, quiet = time.monotonic() + timeout, None, 0
+        while quiet < quiet_polls:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"chain {chain_id} kept changing")
+            time.sleep(0.25)
+            version = self.api("GET", f"/api/chains/{chain_id}?limit=1")["stats"]["view_version"]
+            running = self.db("SELECT count(*) FROM flows_summaryevent WHERE chain_id = ? AND outcome = 'running'",
+                              (chain_id,))[0][0]
+            quiet = quiet + 1 if version == last and not running else 0
+            last = version
+
     def db(self, sql: str, params: tuple = ()) -> list[tuple]:
         """Read the server's database directly (read-only), to check what the browser did not change."""
         with sqlite3.connect(f"file:{self.var_dir / 'db.sqlite3'}?mode=ro", uri=True) as conn:

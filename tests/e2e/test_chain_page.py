@@ -21,6 +21,7 @@ def summarized(server: Server) -> dict[str, int]:
     ids = server.demo_flow("Round two")
     for batch in campaign_batches(seed=3):
         server.append(ids["chain"], batch)
+    server.settle(ids["chain"])
     return ids
 
 
@@ -132,8 +133,15 @@ def test_keys_move_between_messages_and_summaries_and_open_help(page, server, su
     assert page.evaluate("document.activeElement.dataset.seq") == "1"
     page.keyboard.press("]")
     assert page.evaluate("document.activeElement.classList.contains('is-summary')")
+    for _ in range(10):  # a short summary is shown whole (no <details>): go on to one that folds
+        if page.evaluate("!!document.activeElement.querySelector('details')"):
+            break
+        page.keyboard.press("]")
+    assert page.evaluate("document.activeElement.classList.contains('is-summary')")
     page.keyboard.press("e")
     assert page.evaluate("!!document.activeElement.querySelector('details[open]')")
+    page.keyboard.press("e")
+    assert not page.evaluate("!!document.activeElement.querySelector('details[open]')")
 
 
 def test_search_hits_are_highlighted_and_the_view_column_follows(page, server, long_chain):
