@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, PASSWORD, Server, screenshot
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, PASSWORD, Server, screenshot, wait_for_js
 from tests.e2e.test_dashboard import campaign_batches, open_live, plain_chain, rendered_seqs
 
 pytestmark = pytest.mark.browser
@@ -31,6 +31,7 @@ def long_chain(server: Server) -> int:
     server.append(chain, [{"role": "system", "content": "You are a pentester."}] + [
         {"role": "user" if i % 2 else "assistant", "content": f"message {i} about host 10.0.{i}.1"}
         for i in range(1, 450)])
+    server.settle(chain)
     return chain
 
 
@@ -115,7 +116,7 @@ def test_a_deep_link_opens_the_page_holding_the_message(page, server, long_chain
                          " return r.top >= 0 && r.bottom <= window.innerHeight; })()")
     page.locator("#m-7 .seq-link").click()
     page.wait_for_url(re.compile(r"#m-7$"))
-    assert "is-target" in (page.locator("#m-7").get_attribute("class") or "")
+    wait_for_js(page, "document.getElementById('m-7').classList.contains('is-target')")  # set on hashchange
 
 
 def test_keys_move_between_messages_and_summaries_and_open_help(page, server, summarized):
