@@ -192,10 +192,15 @@ function notice(text, kind, key) {
   }
 }
 
-// The compaction this page just queued (chain_page.js): its notices are matched by event id.
+// The compaction this page just queued (chain_page.js): its notices are matched by event id. The worker can be
+// quicker than the answer to the POST: a notice of this event that is already here (started, or its outcome)
+// is kept and marked as ours, never overwritten by "queued".
 function trackCompaction(eventId, text) {
-  ownEvents.add(`event-${eventId}`);
-  notice(text, "", `event-${eventId}`);
+  const key = `event-${eventId}`;
+  ownEvents.add(key);
+  const box = document.getElementById("notices");
+  const seen = box && [...box.children].find((c) => c.dataset.key === key);
+  if (seen) seen.classList.add("is-own"); else notice(text, "", key);
 }
 
 function onEvent(ev) {
