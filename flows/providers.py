@@ -10,9 +10,11 @@ The raw API key never leaves this module except inside the openai client: logs a
 """
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +27,7 @@ from flows.models import Flow, ModelWindow, ProviderConfig, ProviderKind
 __all__ = [
     "ENV_PROVIDER_NAME", "DEFAULT_OPENAI_BASE_URL", "DEFAULT_OPENAI_MODEL", "DISCOVERY_TIMEOUT_SECONDS",
     "provider_from_env", "provider_for", "openai_client_for", "discover_window", "model_window_for",
-    "split_model_ref",
+    "split_model_ref", "providers_changed", "PROVIDER_CACHE_SECONDS",
 ]
 
 logger = logging.getLogger(__name__)
@@ -121,18 +123,66 @@ def _save_env_window(model: str, raw_tokens: str) -> None:
     ModelWindow.objects.update_or_create(model=model, defaults={"context_window": tokens, "source": SOURCE_ENV})
 
 
+# Providers as last read, for lookups outside transactions (every gateway call makes one): the table is tiny
+# and rarely edited. A save or delete in this process drops the copy; another process's edit (another server,
+# a `manage.py` command) is seen within PROVIDER_CACHE_SECONDS. Inside a transaction the table is read, so a
+# write that is rolled back (a test's, say) never lingers here.
+PROVIDER_CACHE_SECONDS = 2.0
+_cache_lock = threading.Lock()
+_cached: tuple[float, list[ProviderConfig]] | None = None
+
+
+def providers_changed(**_: Any) -> None:
+    """Drop the cached providers (post_save / post_delete receiver of ProviderConfig): now, and again when
+    the transaction commits (another thread may read the old rows back meanwhile)."""
+    _drop_cache()
+    transaction.on_commit(_drop_cache)
+
+
+def _drop_cache() -> None:
+    global _cached
+    with _cache_lock:
+        _cached = None
+
+
+def _find(**match: Any) -> ProviderConfig | None:
+    """The first provider (by pk) whose fields equal `match`, from the cache where it may be used."""
+    if transaction.get_connection().in_atomic_block:
+        return ProviderConfig.objects.filter(**match).order_by("pk").first()
+    with _cache_lock:
+        cached = _cached
+    found = None
+    if cached is not None and time.monotonic() - cached[0] <= PROVIDER_CACHE_SECONDS:
+        found = _first(cached[1], match)
+    if found is None:  # not cached, too old, or not there: maybe created since (by another process)
+        found = _first(_reload(), match)
+    return None if found is None else copy.copy(found)  # callers may change their copy; the cache stays as read
+
+
+def _first(rows: list[ProviderConfig], match: dict[str, Any]) -> ProviderConfig | None:
+    return next((row for row in rows if all(getattr(row, key) == value for key, value in match.items())), None)
+
+
+def _reload() -> list[ProviderConfig]:
+    global _cached
+    rows = list(ProviderConfig.objects.order_by("pk"))
+    with _cache_lock:
+        _cached = (time.monotonic(), rows)
+    return rows
+
+
 def provider_for(*, flow: Flow | None = None, name: str | None = None) -> ProviderConfig | None:
     """The provider to use: a named one, else the flow's own, else the default (after syncing the env)."""
     if name:
-        return ProviderConfig.objects.filter(name=name).first()
+        return _find(name=name)
     if flow is not None and flow.provider_id:
-        return ProviderConfig.objects.filter(pk=flow.provider_id).first()
+        return _find(pk=flow.provider_id)
     if _synced_env == _env_key(os.environ):
-        default = ProviderConfig.objects.filter(is_default=True).first()
+        default = _find(is_default=True)
         if default is not None:
             return default
     provider_from_env()
-    return ProviderConfig.objects.filter(is_default=True).first()
+    return _find(is_default=True)
 
 
 def split_model_ref(ref: str) -> tuple[ProviderConfig | None, str]:
@@ -144,7 +194,7 @@ def split_model_ref(ref: str) -> tuple[ProviderConfig | None, str]:
     ref = ref.strip()
     head, sep, tail = ref.partition("/")
     if sep and tail:
-        provider = ProviderConfig.objects.filter(name=head).first()
+        provider = _find(name=head)
         if provider is not None:
             return provider, tail.strip()
     return None, ref

@@ -160,6 +160,24 @@ WHITENOISE_AUTOREFRESH = DEBUG
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("MAX_REQUEST_BYTES", 16 * 1024 * 1024))
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
+# The gateway (/v1/) runs its ORM work in this many threads per server process, each keeping its database
+# connection for up to GATEWAY_DB_CONN_MAX_AGE seconds (flows/gateway/hops.py): a bounded pool, unlike the
+# per-request threads of pages, whose connections close with the request (see database_config).
+def env_number(name: str, default: float, *, minimum: float, whole: bool = False) -> float:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = (int(raw) if whole else float(raw)) if raw else default
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        kind = "a whole number" if whole else "a number"
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be {kind} of at least {minimum:g}")
+    return value
+
+
+GATEWAY_DB_THREADS = int(env_number("GATEWAY_DB_THREADS", 4, minimum=1, whole=True))
+GATEWAY_DB_CONN_MAX_AGE = env_number("GATEWAY_DB_CONN_MAX_AGE", 300.0, minimum=0)
+
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 # Namespace for every Redis key we write (broker queues, unacked sets, results, channel groups), so deployments or
 # test runs can share one Redis without taking each other's tasks or events.

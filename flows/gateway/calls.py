@@ -9,17 +9,18 @@ chain only when it arrived complete and the chain has not moved meanwhile: nothi
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
-from asgiref.sync import sync_to_async
 
 from flows.engine import is_context_overflow_error, observed_token_count, validate_messages
 from flows.events import abroadcast
-from flows.gateway import upstream
+from flows.gateway import hops, upstream
 from flows.gateway.routing import PreparedCall
 from flows.gateway.sse import Assembler, EventSplitter, event_data
 from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable, wire_message, with_model
@@ -27,10 +28,13 @@ from flows.models import CallStatus, GatewayMode
 from flows.services.gateway_calls import gateway_call_complete, gateway_call_retried, gateway_overflow_compact
 
 __all__ = ["MAX_OVERFLOW_RETRIES", "DELTA_INTERVAL_SECONDS", "upstream_body", "open_upstream", "complete",
-           "stream_events", "finish"]
+           "stream_events", "finish", "settled"]
+
+logger = logging.getLogger(__name__)
 
 MAX_OVERFLOW_RETRIES = 3
 DELTA_INTERVAL_SECONDS = 0.25  # live text of a streaming call reaches the page at most 4 times a second
+_pending: dict[str, set[asyncio.Future[None]]] = {}  # caller -> call records being written (see finish)
 
 
 def upstream_body(request: ChatRequest, prepared: PreparedCall, messages: list[dict[str, Any]] | None) -> bytes:
@@ -56,13 +60,52 @@ def _elapsed_ms(started: float) -> int:
 async def finish(prepared: PreparedCall, started: float, *, status: str, http_status: int,
                  first_byte_ms: int | None = None, answer: dict[str, Any] | None = None,
                  usage: dict[str, Any] | None = None, error: str = "") -> None:
-    """Append a complete answer (if any) and close the call record; shielded from the agent hanging up."""
+    """Append a complete answer (if any) and close the call record, whatever the agent does meanwhile.
+
+    Under the gateway's own handler this is written after the answer went out, so the agent does not wait
+    for our bookkeeping (a few milliseconds a call, as much as the rest of the gateway's work); its next request
+    waits for it first (`settled`), so it finds its answer in the chain. A request of another server process
+    may get in first: then the chain holds the answer already and the record points at it
+    (gateway_answer_append). Elsewhere (Django's test client) it is written before returning.
+    """
+    latency_ms = _elapsed_ms(started)
+
     def run() -> None:
         gateway_call_complete(call=prepared.call, expected_head=prepared.head_hash, history=prepared.history,
-                              answer=answer, status=status, http_status=http_status,
-                              latency_ms=_elapsed_ms(started), first_byte_ms=first_byte_ms, usage=usage, error=error)
+                              after_seq=prepared.chain.last_seq, answer=answer, status=status,
+                              http_status=http_status, latency_ms=latency_ms, first_byte_ms=first_byte_ms,
+                              usage=usage, error=error)
 
-    await asyncio.shield(sync_to_async(run)())
+    if not hops.in_gateway_handler():
+        await asyncio.shield(hops.run(run))
+        return
+    written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    _pending.setdefault(prepared.caller, set()).add(written)
+    written.add_done_callback(functools.partial(_forget, prepared.caller))
+
+    async def job() -> None:
+        try:
+            await hops.run(run)
+        except Exception:
+            logger.exception("gateway call %s: its record could not be written", prepared.call.pk)
+        finally:
+            written.set_result(None)
+
+    hops.after_response(job)
+
+
+def _forget(caller: str, written: asyncio.Future[None]) -> None:
+    tasks = _pending.get(caller, set())
+    tasks.discard(written)
+    if not tasks:
+        _pending.pop(caller, None)
+
+
+async def settled(caller: str) -> None:
+    """Wait until the records of this caller's earlier calls (same Authorization header) are written."""
+    tasks = _pending.get(caller)
+    if tasks:
+        await asyncio.wait(list(tasks))
 
 
 async def open_upstream(request: ChatRequest, prepared: PreparedCall, deadline: float) -> httpx2.Response:
@@ -81,12 +124,12 @@ async def open_upstream(request: ChatRequest, prepared: PreparedCall, deadline: 
         text = raw.decode("utf-8", "replace")
         if attempt == MAX_OVERFLOW_RETRIES or not is_context_overflow_error(text):
             raise _passthrough(response.status_code, raw)
-        sent = await sync_to_async(gateway_overflow_compact)(chain_id=prepared.chain.pk,
-                                                              observed_tokens=observed_token_count(text))
+        sent = await hops.run(gateway_overflow_compact, chain_id=prepared.chain.pk,
+                              observed_tokens=observed_token_count(text))
         retry = upstream_body(request, prepared, sent.messages)
         if retry == body:  # the compaction could not shrink it: the same request would fail the same way
             raise _passthrough(response.status_code, raw)
-        await sync_to_async(gateway_call_retried)(call=prepared.call, sent=sent, error=text)
+        await hops.run(gateway_call_retried, call=prepared.call, sent=sent, error=text)
         body = retry
     raise AssertionError("unreachable")
 

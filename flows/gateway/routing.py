@@ -5,11 +5,15 @@ on the database and a call costs one thread switch before the upstream request.
 """
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from django.utils import timezone
 
 from flows.api.auth import LAST_USED_RESOLUTION
@@ -17,11 +21,12 @@ from flows.gateway.wire import ChatRequest, GatewayError
 from flows.models import ApiToken, Chain, GatewayCall, GatewayMode, ProviderConfig, ProviderKind, hash_token
 from flows.providers import provider_for, split_model_ref
 from flows.services.gateway import ChainNotFound, gateway_thread
-from flows.services.gateway_calls import SentMessages, gateway_call_start, gateway_view_prepare
+from flows.services.gateway_calls import SentMessages, gateway_call_start, gateway_observed, gateway_view_prepare
 from flows.services.history import AppendError
 from flows.settings_registry import settings_for
 
-__all__ = ["PreparedCall", "authenticate_bearer", "resolve_upstream", "prepare_call", "chain_headers"]
+__all__ = ["PreparedCall", "authenticate_bearer", "tokens_changed", "TOKEN_CACHE_SECONDS",
+           "resolve_upstream", "prepare_call", "chain_headers"]
 
 
 @dataclass
@@ -35,6 +40,7 @@ class PreparedCall:
     sent: SentMessages
     call: GatewayCall
     history: list[dict[str, Any]]  # the request's messages: the chain's raw history once threaded
+    caller: str = ""  # the request's Authorization header: whose earlier calls' records it waits for
 
 
 def chain_headers(chain: Chain | None) -> dict[str, str]:
@@ -43,19 +49,67 @@ def chain_headers(chain: Chain | None) -> dict[str, str]:
     return {"X-Chain-Id": str(chain.pk), "X-Flow-Id": str(chain.agent.flow_id)}
 
 
+# Tokens as last checked, per process: every gateway call authenticates, and the lookup was a sizeable part of
+# what the gateway adds to a call. Deleting a token or saving its user in this process drops the copy
+# (`tokens_changed`); a change made by another process is seen within TOKEN_CACHE_SECONDS. Inside a
+# transaction the table is read, so a write that is rolled back never lingers here.
+TOKEN_CACHE_SECONDS = 2.0
+TOKEN_CACHE_SIZE = 1000
+
+
+@dataclass
+class _Checked:
+    checked_at: float
+    token_id: int
+    user: Any
+    last_used_at: datetime | None
+
+
+_checked: dict[str, _Checked] = {}
+_checked_lock = threading.Lock()
+
+
+def tokens_changed(**_: Any) -> None:
+    """Drop the checked tokens (receiver of ApiToken and User saves and deletes): now and at commit."""
+    _forget_tokens()
+    transaction.on_commit(_forget_tokens)
+
+
+def _forget_tokens() -> None:
+    with _checked_lock:
+        _checked.clear()
+
+
 def authenticate_bearer(headers: Mapping[str, str]) -> AbstractBaseUser:
     """The token's user; the gateway takes API tokens only (a browser session would be a CSRF hole)."""
     scheme, _, raw = headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         raise GatewayError(401, "missing bearer token: use one of your pentagi-web API tokens as the API key",
                            code="invalid_api_key")
-    token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(raw.strip())).first()
-    if token is None or not token.user.is_active:
-        raise GatewayError(401, "invalid API token", code="invalid_api_key")
+    key = hash_token(raw.strip())
+    checked = _checked.get(key)
+    if checked is None or time.monotonic() - checked.checked_at > TOKEN_CACHE_SECONDS \
+            or transaction.get_connection().in_atomic_block:
+        checked = _check(key)
     now = timezone.now()
-    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    if checked.last_used_at is None or now - checked.last_used_at > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=checked.token_id).update(last_used_at=now)
+        checked.last_used_at = now
+    return checked.user
+
+
+def _check(key: str) -> _Checked:
+    token = ApiToken.objects.select_related("user").filter(key_hash=key).first()
+    if token is None or not token.user.is_active:
+        with _checked_lock:
+            _checked.pop(key, None)
+        raise GatewayError(401, "invalid API token", code="invalid_api_key")
+    checked = _Checked(time.monotonic(), token.pk, token.user, token.last_used_at)
+    with _checked_lock:
+        if len(_checked) >= TOKEN_CACHE_SIZE:
+            _checked.clear()
+        _checked[key] = checked
+    return checked
 
 
 def resolve_upstream(named: ProviderConfig | None, model: str, chain: Chain) -> tuple[ProviderConfig, str]:
@@ -113,9 +167,10 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: ChatRequest) ->
     if mode == GatewayMode.MANAGE:
         sent = gateway_view_prepare(chain_id=chain.pk)
     else:
-        sent = SentMessages(request.messages, None, chain.last_seq, exact=True)
+        sent = gateway_observed(request.messages, chain, model)
     call = gateway_call_start(chain=chain, user=user, provider=provider, model=model, mode=mode,
                               stream=request.stream, request_messages=len(request.messages),
                               appended=threaded.appended, sent=sent)
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
-                        mode=mode, sent=sent, call=call, history=request.messages)
+                        mode=mode, sent=sent, call=call, history=request.messages,
+                        caller=headers.get("Authorization", ""))

@@ -6,13 +6,12 @@ import json
 import time
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from flows.gateway import calls, upstream
+from flows.gateway import calls, hops, upstream
 from flows.gateway.routing import PreparedCall, authenticate_bearer, chain_headers, prepare_call
 from flows.gateway.wire import ChatRequest, GatewayError, parse_chat_request
 from flows.models import CallStatus, ProviderConfig, ProviderKind
@@ -42,8 +41,10 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
     if request.method != "POST":
         return _method_not_allowed("POST")
     started = time.monotonic()
+    headers = dict(request.headers)
+    await calls.settled(headers.get("Authorization", ""))  # this agent's previous answer is in its chain
     try:
-        chat, prepared = await sync_to_async(_admit)(dict(request.headers), _body(request))
+        chat, prepared = await hops.run(_admit, headers, _body(request))
     except GatewayError as exc:
         return _error(exc)
     ids = chain_headers(prepared.chain)
@@ -112,8 +113,8 @@ async def models(request: HttpRequest) -> HttpResponse:
     if request.method != "GET":
         return _method_not_allowed("GET")
     try:
-        await sync_to_async(authenticate_bearer)(dict(request.headers))
-        providers = await sync_to_async(_default_first)()
+        await hops.run(authenticate_bearer, dict(request.headers))
+        providers = await hops.run(_default_first)
         data: list[dict[str, Any]] = []
         for index, provider in enumerate(providers):
             try:
@@ -123,7 +124,7 @@ async def models(request: HttpRequest) -> HttpResponse:
                     raise
                 continue  # another provider being down must not hide the default's models
             for item in listed:
-                window = await sync_to_async(_window)(item["id"])
+                window = await hops.run(_window, item["id"])
                 prefix = "" if index == 0 else provider.name + "/"
                 data.append({**item, "id": prefix + item["id"], "context_window": window})
     except GatewayError as exc:

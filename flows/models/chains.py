@@ -83,6 +83,9 @@ class Chain(models.Model):
     head_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
     head_seq = models.IntegerField(default=0)
     root_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    raw_tokens = models.BigIntegerField(null=True, blank=True, default=0,
+                                        help_text="tokens of all raw messages (their token counts summed; empty "
+                                                  "when a message has none)")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

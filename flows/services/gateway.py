@@ -13,10 +13,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from flows.events import ChainRewrittenEvent, broadcast
-from flows.models import Agent, Chain, Flow, Outcome, SummaryEvent, Trigger
+from flows.models import Agent, Chain, Flow, Message, Outcome, SummaryEvent, Trigger
 from flows.models.chains import AGENT_TYPES
 from flows.services.compaction import active_bytes
-from flows.services.gateway_threads import EMPTY_HASH, Match, best_match, extend_hash, prefix_hashes, root_index
+from flows.services.gateway_threads import (
+    EMPTY_HASH,
+    Match,
+    best_match,
+    extend_hash,
+    message_digest,
+    prefix_hashes,
+    root_index,
+)
 from flows.services.history import (
     MAX_BATCH_MESSAGES,
     AppendError,
@@ -97,16 +105,21 @@ def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | Non
     `hashes` are `prefix_hashes(messages)` when the caller has them (the gateway's HistoryMemo)."""
     hashes = prefix_hashes(messages) if hashes is None else hashes
     root = hashes[root_index(messages)]
+    known = set(hashes)
     for _attempt in range(MAX_THREAD_ATTEMPTS):
         chains = _owned_chains(user, pinned_chain_id)
-        # A chain that is a prefix of the request shares its root: one indexed lookup, whatever the history.
-        known = set(hashes)
-        candidates = [(pk, head) for pk, head, seq, last in chains.filter(root_hash__in={root, hashes[0]})
-                      .values_list("pk", "head_hash", "head_seq", "last_seq") if seq == last and head in known]
-        if pinned_chain_id is not None:  # a pinned agent whose chain is still empty takes the whole request
-            candidates += [(pk, EMPTY_HASH) for pk in chains.filter(last_seq=0).values_list("pk", flat=True)]
-        match = best_match(hashes, candidates)
         try:
+            with transaction.atomic():
+                # A chain that is a prefix of the request shares its root: one indexed lookup, whatever the
+                # history, which also locks the candidates (the usual match is extended without a second read).
+                rows = {chain.pk: chain for chain in _locked_candidates(chains, {root, hashes[0]})}
+                candidates = [(pk, chain.head_hash) for pk, chain in rows.items()
+                              if chain.head_seq == chain.last_seq and chain.head_hash in known]
+                if pinned_chain_id is not None:  # a pinned agent whose chain is still empty takes the request
+                    candidates += [(pk, EMPTY_HASH) for pk in chains.filter(last_seq=0).values_list("pk", flat=True)]
+                match = best_match(hashes, candidates)
+                if match is not None and match.chain_id in rows:
+                    return _extend_locked(rows[match.chain_id], match, messages, hashes)
             if match is not None:
                 return _extend(match, messages, hashes)
             previous = chains.filter(root_hash=root).order_by("-updated_at", "-pk").first()
@@ -120,16 +133,25 @@ def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | Non
     raise _HeadMoved("the chain kept changing under this request")
 
 
+def _locked_candidates(chains: Any, roots: set[str]) -> list[Chain]:
+    """The chains (of `chains`) rooted at one of `roots`, under their row locks, with agent and flow."""
+    return list(chains.filter(root_hash__in=roots).select_for_update(of=("self",)).select_related("agent__flow"))
+
+
 def _extend(match: Match, messages: list[Msg], hashes: list[str]) -> ThreadResult:
-    new = messages[match.known:]
     with transaction.atomic():
-        chain = _locked(match.chain_id)
-        expected = hashes[match.known - 1] if match.known else EMPTY_HASH
-        if not chain.is_active or chain.head_hash != expected or chain.head_seq != chain.last_seq:
-            raise _HeadMoved(chain.pk)
-        if new:
-            _append_all(chain, new, _history_in_hand(chain, messages[:match.known]),
-                        **_head(hashes, messages, chain.last_seq + len(new)))
+        return _extend_locked(_locked(match.chain_id), match, messages, hashes)
+
+
+def _extend_locked(chain: Chain, match: Match, messages: list[Msg], hashes: list[str]) -> ThreadResult:
+    """Append the request's messages after the `match.known` the chain holds; the caller holds its row lock."""
+    new = messages[match.known:]
+    expected = hashes[match.known - 1] if match.known else EMPTY_HASH
+    if not chain.is_active or chain.head_hash != expected or chain.head_seq != chain.last_seq:
+        raise _HeadMoved(chain.pk)
+    if new:
+        _append_all(chain, new, _history_in_hand(chain, messages[:match.known]),
+                    **_head(hashes, messages, chain.last_seq + len(new)))
     return ThreadResult(chain=chain, appended=len(new), head_hash=hashes[-1])
 
 
@@ -193,17 +215,27 @@ def _flow_of(chain: Chain) -> Flow:
 
 
 def gateway_answer_append(*, chain_id: int, expected_head: str, message: Msg,
-                          history: list[Msg] | None = None) -> int | None:
+                          history: list[Msg] | None = None, after_seq: int | None = None) -> int | None:
     """Append the model's answer; None (nothing written) when the chain moved on meanwhile.
 
     `history` is the request's messages, which the chain held when the call was threaded: with it, pairing is
-    checked in memory (the head hash proves the chain still holds exactly them).
+    checked in memory (the head hash proves the chain still holds exactly them). `after_seq` is the chain's
+    last seq then: when the agent's next request got in first and brought the answer itself (it went out
+    before its record was written), the answer is found there and its seq returned.
     """
     with transaction.atomic(savepoint=False):  # no savepoint inside gateway_call_complete's transaction
         chain = _locked(chain_id)
         if not chain.is_active or chain.head_hash != expected_head or chain.head_seq != chain.last_seq:
-            return None
+            return _brought_by_agent(chain_id, after_seq, message)
         chain_append_locked(chain=chain, batch=batch_validate([message]),
                             prior=_history_in_hand(chain, history) if history is not None else None,
                             head_hash=extend_hash(expected_head, message), head_seq=chain.last_seq + 1)
     return chain.last_seq
+
+
+def _brought_by_agent(chain_id: int, after_seq: int | None, message: Msg) -> int | None:
+    """The seq of `message` when the chain holds it right after `after_seq` (the agent resent it)."""
+    if after_seq is None:
+        return None
+    row = Message.objects.filter(chain_id=chain_id, seq=after_seq + 1).first()
+    return row.seq if row is not None and message_digest(row.to_dict()) == message_digest(message) else None

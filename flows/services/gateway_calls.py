@@ -17,7 +17,7 @@ from flows.services.gateway import gateway_answer_append
 from flows.services.runs import elapsed_ms, load_state, window_for
 from flows.services.summarization import chain_summarize
 
-__all__ = ["SentMessages", "gateway_view_prepare", "gateway_overflow_compact", "gateway_call_start",
+__all__ = ["SentMessages", "gateway_view_prepare", "gateway_observed", "gateway_overflow_compact", "gateway_call_start",
            "gateway_call_retried", "gateway_call_finish", "gateway_call_complete", "call_cost"]
 
 Msg = dict[str, Any]
@@ -32,6 +32,7 @@ class SentMessages:
     raw_seq_to: int
     exact: bool  # False: `messages` differ from the stored state referenced, so the call stores them
     summarize_ms: int = 0  # spent summarizing/compacting to get them
+    tokens: int | None = None  # our estimate of their tokens when known without counting (Chain.raw_tokens)
 
 
 def _state_messages(chain_id: int, *, prune: bool) -> SentMessages:
@@ -58,6 +59,14 @@ def gateway_view_prepare(*, chain_id: int) -> SentMessages:
     sent = _state_messages(chain_id, prune=True)
     sent.summarize_ms = spent
     return sent
+
+
+def gateway_observed(messages: list[Msg], chain: Chain, model: str) -> SentMessages:
+    """Observe mode: the agent's own messages go upstream. When the chain holds exactly them (not so in a
+    successor our compaction seeded with a summary), their tokens are the chain's running total."""
+    holds_them = len(messages) == chain.last_seq and chain.raw_tokens is not None
+    tokens = chain.raw_tokens if holds_them else count_tokens(messages, model=model or None)
+    return SentMessages(messages, None, chain.last_seq, exact=True, tokens=tokens)
 
 
 def gateway_overflow_compact(*, chain_id: int, observed_tokens: int | None) -> SentMessages:
@@ -106,7 +115,9 @@ def _stored_tokens(chain_id: int, sent: SentMessages) -> int | None:
 
 
 def _sent_fields(sent: SentMessages, model: str, chain_id: int) -> dict[str, Any]:
-    tokens = _stored_tokens(chain_id, sent) if sent.exact else None
+    tokens = sent.tokens
+    if tokens is None and sent.exact:
+        tokens = _stored_tokens(chain_id, sent)
     return {"sent_view_version": sent.view_version, "sent_raw_seq_to": sent.raw_seq_to,
             "sent_messages": None if sent.exact else sent.messages, "sent_message_count": len(sent.messages),
             "sent_tokens": tokens if tokens is not None else count_tokens(sent.messages, model=model or None)}
@@ -150,14 +161,15 @@ def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, lat
 
 
 def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: list[Msg] | None,
-                          answer: Msg | None, **finish: Any) -> GatewayCall:
+                          answer: Msg | None, after_seq: int | None = None, **finish: Any) -> GatewayCall:
     """The end of a call in one transaction: the complete answer appended (when the chain has not moved on
-    meanwhile) and the call record closed; `finish` are gateway_call_finish's fields."""
+    meanwhile; see gateway_answer_append) and the call record closed; `finish` are gateway_call_finish's
+    fields."""
     with transaction.atomic():
         seq = None
         if answer is not None:
             seq = gateway_answer_append(chain_id=call.chain_id, expected_head=expected_head, message=answer,
-                                        history=history)
+                                        history=history, after_seq=after_seq)
             if seq is None and not finish.get("error"):
                 finish["error"] = "answer not appended: the chain moved on during the call"
         return gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)

@@ -287,7 +287,8 @@ def chain_append(*, chain: Chain, messages: Any) -> AppendResult:
             raise AppendError("chain_archived", "this chain segment is archived; append to the active chain",
                               status=409, extra={"active_chain_id": next(iter(active), None)})
         result = chain_append_locked(chain=locked, batch=batch)
-    chain.last_seq, chain.tool_call_id_template = locked.last_seq, locked.tool_call_id_template
+    chain.last_seq, chain.tool_call_id_template, chain.raw_tokens = (locked.last_seq, locked.tool_call_id_template,
+                                                                    locked.raw_tokens)
     return result
 
 
@@ -307,12 +308,20 @@ def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: lis
                                        batch_size=500)
     chain.last_seq += len(rows)
     chain.tool_call_id_template = _id_template(chain, batch)
+    chain.raw_tokens = _tokens_after(chain.raw_tokens, rows)
     Chain.objects.filter(pk=chain.pk).update(last_seq=chain.last_seq, tool_call_id_template=chain.tool_call_id_template,
-                                             updated_at=timezone.now(), **chain_fields)
+                                             raw_tokens=chain.raw_tokens, updated_at=timezone.now(), **chain_fields)
     _touch(chain.agent.flow)
     chain_id = chain.pk
     transaction.on_commit(lambda: _after_append(chain_id, rows, done), robust=True)
     return AppendResult(appended=len(rows), last_seq=chain.last_seq, rows=rows, turn_completed=done)
+
+
+def _tokens_after(total: int | None, rows: list[Message]) -> int | None:
+    """The chain's running token total (Chain.raw_tokens) once `rows` are in; unknown stays unknown."""
+    if total is None or any(row.token_count is None for row in rows):
+        return None
+    return total + sum(row.token_count or 0 for row in rows)
 
 
 def _touch(flow: Flow) -> None:
@@ -397,6 +406,6 @@ def _import_rows(chain: Chain, batch: list[dict[str, Any]], model: str, *, turn_
     with transaction.atomic():
         template = _id_template(chain, batch)
         Chain.objects.filter(pk=chain.pk).update(last_seq=len(rows), tool_call_id_template=template,
-                                                 updated_at=timezone.now())
+                                                 raw_tokens=_tokens_after(0, rows), updated_at=timezone.now())
         transaction.on_commit(lambda: _after_append(chain.pk, rows, turn_done), robust=True)
-    chain.last_seq, chain.tool_call_id_template = len(rows), template
+    chain.last_seq, chain.tool_call_id_template, chain.raw_tokens = len(rows), template, _tokens_after(0, rows)

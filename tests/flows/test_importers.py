@@ -9,7 +9,7 @@ from django.test.client import MULTIPART_CONTENT
 
 from flows.models import Agent, Chain, Flow, Message
 from flows.selectors import chain_raw_messages
-from flows.services import chain_import
+from flows.services import chain_append, chain_import
 from summarizer.formats import FORMATS, FormatError, export_chain, import_chain
 from tests.conftest import corpus_params, load_corpus
 
@@ -105,3 +105,12 @@ def test_the_service_rolls_back_everything_on_a_bad_message(user):
 def test_a_multipart_body_without_a_boundary_is_a_400_not_a_500(api_client):
     resp = api_client.post("/api/import", "x", content_type="multipart/form-data")
     assert resp.status_code == 400 and resp.json()["error"] == "malformed_multipart"
+
+
+def test_an_imported_chain_knows_the_tokens_of_its_messages_and_appends_add_to_them(user, tool_round):
+    chain = chain_import(owner=user, data={"messages": tool_round}, fmt="openai")
+    counts = list(Message.objects.filter(chain=chain).values_list("token_count", flat=True))
+    assert chain.raw_tokens == Chain.objects.get(pk=chain.pk).raw_tokens == sum(counts) > 0
+    chain_append(chain=chain, messages=[{"role": "user", "content": "and now the web server"}])
+    assert Chain.objects.get(pk=chain.pk).raw_tokens == sum(
+        Message.objects.filter(chain=chain).values_list("token_count", flat=True))

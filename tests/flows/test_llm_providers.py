@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from flows import providers
 from flows.models import ModelWindow, ProviderConfig
 from flows.providers import (
     DEFAULT_OPENAI_BASE_URL,
@@ -149,3 +150,28 @@ def test_the_flows_endpoint_is_asked_for_an_unknown_window_once(fake_endpoint, f
     ModelWindow.objects.all().delete()  # not asked again in this process, even without a stored row
     assert model_window_for(flow=flow) == (None, None, "unknown")
     assert fake_endpoint.model_listings == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_transactions_providers_are_cached_and_an_edit_in_this_process_drops_the_copy(monkeypatch):
+    providers.providers_changed()
+    ProviderConfig.objects.create(name="cached", kind="openai", base_url="http://one.example/v1")
+    assert split_model_ref("cached/m")[0].base_url == "http://one.example/v1"
+    # another process's write (no signal here): seen once the copy is older than PROVIDER_CACHE_SECONDS
+    ProviderConfig.objects.filter(name="cached").update(base_url="http://two.example/v1")
+    assert split_model_ref("cached/m")[0].base_url == "http://one.example/v1"
+    monkeypatch.setattr(providers, "PROVIDER_CACHE_SECONDS", 0.0)
+    assert split_model_ref("cached/m")[0].base_url == "http://two.example/v1"
+    monkeypatch.setattr(providers, "PROVIDER_CACHE_SECONDS", 60.0)
+    row = ProviderConfig.objects.get(name="cached")
+    row.base_url = "http://three.example/v1"
+    row.save()  # this process's edit: seen at once
+    found = split_model_ref("cached/m")[0]
+    assert found.base_url == "http://three.example/v1"
+    found.base_url = "changed by a caller"  # a caller's copy, not the cache's
+    assert split_model_ref("cached/m")[0].base_url == "http://three.example/v1"
+    row.delete()
+    assert split_model_ref("cached/m") == (None, "cached/m")
+    # one created by another process (no signal here) is found at once: a name not cached is read again
+    ProviderConfig.objects.bulk_create([ProviderConfig(name="elsewhere", kind="openai")])
+    assert split_model_ref("elsewhere/m")[0].name == "elsewhere"

@@ -8,7 +8,14 @@ from django.db import transaction
 from flows import tasks
 from flows.llm import summarize_callable_for
 from flows.services import set_summarizer_factory, use_summarizer_factory
-from flows.services.queue import SUMMARIZE_CHAIN, TASK_NAMES, enqueue, enqueue_on_commit
+from flows.services.queue import (
+    SUMMARIZE_CHAIN,
+    TASK_NAMES,
+    enqueue,
+    enqueue_on_commit,
+    outbox_drain,
+    publishing_in_background,
+)
 from flows.services.summarizers import summarizer_for
 
 
@@ -51,3 +58,32 @@ def test_runs_use_the_installed_summarizer_and_the_default_comes_back():
     assert seen == [{"flow": None, "event": None, "purpose": "compaction"}]
     previous = set_summarizer_factory(None)
     assert previous is summarize_callable_for
+
+
+def test_published_in_the_background_tasks_go_out_in_order_and_a_failure_does_not_stop_the_next(monkeypatch, caplog):
+    published: list[tuple[int, ...]] = []
+
+    def delay(*args: int) -> None:
+        if args == (2,):
+            raise ConnectionError("broker down")
+        published.append(args)
+
+    monkeypatch.setattr(tasks.summarize_chain_task, "delay", delay)
+    with publishing_in_background():
+        for chain_id in (1, 2, 3):
+            enqueue(SUMMARIZE_CHAIN, chain_id)
+    assert outbox_drain()
+    assert published == [(1,), (3,)]
+    assert "could not queue flows.summarize_chain(2,)" in caplog.text
+
+
+def test_in_eager_mode_a_task_runs_before_enqueue_returns_even_when_asked_to_publish_in_the_background(monkeypatch):
+    ran: list[tuple[int, ...]] = []
+    monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *args: ran.append(args))
+    eager, current_app.conf.task_always_eager = current_app.conf.task_always_eager, True
+    try:
+        with publishing_in_background():
+            enqueue(SUMMARIZE_CHAIN, 5)
+        assert ran == [(5,)]
+    finally:
+        current_app.conf.task_always_eager = eager

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -186,3 +188,24 @@ def test_another_users_chain_is_a_404(gateway: Gateway) -> None:
                             token=other, **{"X-Chain-Id": mine})
     assert status == 404 and payload["error"]["code"] == "chain_not_found"
     assert WINDOW_TOKENS  # the fixture's window is what the fake enforces
+
+
+def test_an_agent_that_hangs_up_cancels_the_upstream_call_and_the_call_is_recorded_cancelled(
+        gateway: Gateway) -> None:
+    gateway.upstream.faults[:] = ["hang_until_closed"]
+    asked = len(gateway.upstream.requests)
+    body = json.dumps({"model": MODEL, "messages": _messages("hang up"), "tools": TOOLS}).encode()
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as agent:
+        agent.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
+                      + f"Authorization: Bearer {gateway.token}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                      + body)
+        deadline = time.monotonic() + 10
+        while len(gateway.upstream.requests) == asked and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(gateway.upstream.requests) == asked + 1  # the call is upstream; now the agent goes away
+    assert gateway.upstream.gave_up.wait(10)  # the gateway closed its upstream request too
+    chain_id = gateway.query("Chain.objects.filter(agent__flow__title='hang up').values_list('pk', flat=True)"
+                             ".get()")
+    call = _last_call(gateway, chain_id)
+    assert (call["status"], call["http_status"]) == ("cancelled", 499)
+    assert _raw_roles(gateway, chain_id) == ["system", "user"]  # no answer, nothing half-written

@@ -107,3 +107,28 @@ def test_after_a_compaction_rotates_the_chain_the_next_request_continues_in_the_
     assert gateway_answer_append(chain_id=successor.pk, expected_head=nxt.head_hash, history=history + turn(5)[:1],
                                  message=turn(5)[1]) == seeded + 2
     assert Chain.objects.filter(agent__flow__owner=user).count() == 2  # no new flow, no rewrite successor
+
+
+def test_an_answer_the_agents_next_request_brought_first_is_found_not_refused(user: Any) -> None:
+    first = gateway_thread(user=user, messages=BASE)
+    answer = {"role": "assistant", "content": "port 22 is open"}
+    # The answer went out before its record was written; the agent's next request (another server process)
+    # appended it together with its new message.
+    gateway_thread(user=user, messages=BASE + [{**answer, "refusal": None}, {"role": "user", "content": "go on"}])
+    assert gateway_answer_append(chain_id=first.chain.pk, expected_head=first.head_hash, message=answer,
+                                 after_seq=first.chain.last_seq) == 3
+    assert gateway_answer_append(chain_id=first.chain.pk, expected_head=first.head_hash,
+                                 message={"role": "assistant", "content": "something else"},
+                                 after_seq=first.chain.last_seq) is None
+    assert Message.objects.filter(chain=first.chain).count() == 4
+
+
+def test_a_chain_keeps_the_running_total_of_its_messages_tokens(user: Any) -> None:
+    first = gateway_thread(user=user, messages=BASE)
+    gateway_answer_append(chain_id=first.chain.pk, expected_head=first.head_hash,
+                          message={"role": "assistant", "content": "done"}, history=BASE)
+    gateway_thread(user=user, messages=BASE + [{"role": "assistant", "content": "done"},
+                                               {"role": "user", "content": "next"}])
+    counts = list(Message.objects.filter(chain=first.chain).values_list("token_count", flat=True))
+    assert len(counts) == 4 and all(counts)
+    assert Chain.objects.get(pk=first.chain.pk).raw_tokens == sum(counts)

@@ -6,6 +6,7 @@ messages exceed `window_tokens` gets OpenAI's context-overflow error; `faults` s
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
 import time
@@ -26,6 +27,16 @@ def answer_for(messages: list[dict[str, Any]], turn: int) -> dict[str, Any]:
     return {"role": "assistant", "content": f"Port scan step {turn} done: see the output above."}
 
 
+def _peer_closed(connection: socket.socket, timeout: float) -> bool:
+    """True once the other end closes `connection` (within `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([connection], [], [], 0.1)
+        if readable and not connection.recv(1, socket.MSG_PEEK):
+            return True
+    return False
+
+
 class FakeUpstream:
     def __init__(self, window_tokens: int = 6000) -> None:
         self.window_tokens = window_tokens
@@ -33,6 +44,7 @@ class FakeUpstream:
         self.faults: list[str] = []
         self.summary_requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.gave_up = threading.Event()  # a "hang_until_closed" request's connection was closed by the gateway
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,6 +95,10 @@ class FakeUpstream:
             fault = self.faults.pop(0) if self.faults else ""
         if fault == "hang":
             time.sleep(30)
+            return
+        if fault == "hang_until_closed":  # answer nothing; note when the gateway gives the call up
+            if _peer_closed(handler.connection, timeout=30):
+                self.gave_up.set()
             return
         if fault == "slow":
             time.sleep(1.5)

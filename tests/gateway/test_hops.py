@@ -1,0 +1,99 @@
+"""flows.gateway.hops: where a gateway request's ORM work runs and what it leaves for after the response."""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import connection
+
+from flows.gateway import hops
+from flows.models import Flow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _connection_state() -> tuple[str, int | None]:
+    Flow.objects.exists()  # opens this thread's connection
+    return threading.current_thread().name, id(connection.connection)
+
+
+async def _under_handler(fn: Any, *args: Any) -> Any:
+    with hops.under_gateway_handler():
+        return await hops.run(fn, *args)
+
+
+@pytest.mark.django_db
+def test_outside_the_gateway_handler_a_hop_is_djangos_own_and_sees_the_tests_rows(user: Any) -> None:
+    Flow.objects.create(owner=user, title="only in this test's transaction")
+    # as Django's test client calls an async view: from the test's thread, through async_to_sync
+    titles = async_to_sync(hops.run)(lambda: list(Flow.objects.values_list("title", flat=True)))
+    assert titles == ["only in this test's transaction"]
+    assert hops.after_response(lambda: asyncio.sleep(0)) is False  # no handler: the caller runs it itself
+
+
+@pytest.mark.django_db(transaction=True)
+def test_under_the_gateway_handler_the_pool_threads_keep_their_connection() -> None:
+    async def twice() -> list[tuple[str, int | None]]:
+        return [await _under_handler(_connection_state), await _under_handler(_connection_state)]
+
+    (first_thread, first_conn), (second_thread, second_conn) = asyncio.run(twice())
+    assert first_thread.startswith("gateway-db") and second_thread.startswith("gateway-db")
+    if first_thread == second_thread:  # the same pool thread: the same connection, not a new one
+        assert first_conn == second_conn
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_left_in_a_transaction_or_too_old_is_closed_after_the_hop(settings: Any) -> None:
+    def leave_a_transaction_open() -> bool:
+        Flow.objects.exists()
+        connection.set_autocommit(False)
+        return True
+
+    def closed_now() -> bool:
+        return connection.connection is None
+
+    async def scenario() -> list[bool]:
+        await _under_handler(leave_a_transaction_open)
+        states = [await _under_handler(closed_now) for _ in range(settings.GATEWAY_DB_THREADS)]
+        settings.GATEWAY_DB_CONN_MAX_AGE = 0
+        await _under_handler(_connection_state)
+        return states + [await _under_handler(closed_now) for _ in range(settings.GATEWAY_DB_THREADS)]
+
+    states = asyncio.run(scenario())
+    assert any(states[:-settings.GATEWAY_DB_THREADS])  # the thread that held the transaction came back closed
+    assert all(states[-settings.GATEWAY_DB_THREADS:])  # max age 0: no thread keeps one
+
+
+def test_jobs_left_for_after_the_response_start_once_it_is_out() -> None:
+    ran: list[str] = []
+
+    async def job() -> None:
+        ran.append("job")
+
+    async def request() -> None:
+        with hops.under_gateway_handler() as jobs:
+            assert hops.after_response(job) is True
+            ran.append("response")
+            hops.start_after_response(jobs)
+        assert ran == ["response"]
+        await asyncio.sleep(hops.AFTER_RESPONSE_DELAY_SECONDS * 20)
+
+    asyncio.run(request())
+    assert ran == ["response", "job"]
+
+
+@pytest.mark.parametrize(("name", "value"), [("GATEWAY_DB_THREADS", "0"), ("GATEWAY_DB_THREADS", "four"),
+                                             ("GATEWAY_DB_CONN_MAX_AGE", "-1")])
+def test_an_unusable_pool_setting_stops_the_process_with_its_name(name: str, value: str) -> None:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "pentagi_web.settings", name: value}
+    done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode != 0
+    assert f"ImproperlyConfigured: {name}={value!r}: must be" in done.stderr
