@@ -8,6 +8,7 @@ separate processes (`celery -A pentagi_web worker`), unless `--embedded-worker` 
 """
 from __future__ import annotations
 
+import gc
 import logging
 from typing import Any
 
@@ -124,6 +125,9 @@ def _serve(*, host: str, port: int) -> None:
     from pentagi_web.asgi import application
 
     bind_event_loop(twisted_loop)  # worker-thread broadcasts must reach the in-memory layer on this loop
+    # What is loaded by now (Django, the summarizer, tiktoken's tables) lives as long as the process: kept out
+    # of the collector's full passes, which otherwise walk it all again and again while a request waits.
+    gc.freeze()
     try:
         Server(
             application=application,  # static files: WhiteNoise, in the middleware, as under plain Daphne
