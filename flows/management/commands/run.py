@@ -25,6 +25,8 @@ from flows.services.recovery import abandoned_after_seconds, events_recover_inte
 
 log = logging.getLogger(__name__)
 
+REQUEST_BUFFER_BYTES = 1 << 20
+
 DEMO_USERNAME = "demo"
 CELERY_COMMAND = ".venv/bin/celery -A pentagi_web worker --loglevel=INFO"
 
@@ -134,6 +136,9 @@ def _serve(*, host: str, port: int) -> None:
             endpoints=build_endpoint_description_strings(host=host, port=port),
             signal_handlers=True,
             verbosity=0,
+            # The body reaches Django in one message instead of Daphne's default 8 KiB pieces (a gateway call
+            # resends the agent's whole history; 2,000 messages are about 430 KB). MAX_REQUEST_BYTES still caps it.
+            request_buffer_size=REQUEST_BUFFER_BYTES,
         ).run()
     finally:
         bind_event_loop(None)
