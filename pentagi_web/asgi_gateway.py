@@ -72,6 +72,7 @@ class GatewayHandler(ASGIHandler):
             request, error_response = self.create_request(scope, body_file)
             if request is None:
                 await self.send_response(error_response, send)
+                error_response.close()
                 return
             await self._serve(request, receive, send)
         finally:

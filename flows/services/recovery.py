@@ -8,6 +8,10 @@ covers whatever that run would have done.
 
 Separate workers on Redis get killed tasks re-delivered (acks_late), so there only events older than twice
 the broker's visibility timeout count as abandoned.
+
+Gateway calls a stopped server left "running" (it died while waiting for the upstream, or between sending the
+answer and writing its record) are closed as failed when a server starts: all of them with the memory broker
+(one server process), else those older than the longest provider timeout (another server may still be waiting).
 """
 from __future__ import annotations
 
@@ -17,15 +21,22 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
-from flows.models import Outcome, SummaryEvent, Trigger
+from flows.models import CallStatus, GatewayCall, Outcome, ProviderConfig, SummaryEvent, Trigger
 from flows.services.queue import COMPACT_CHAIN, SUMMARIZE_CHAIN, enqueue
 
-__all__ = ["Recovered", "events_recover_interrupted", "abandoned_after_seconds", "INTERRUPTED_REASON"]
+__all__ = ["Recovered", "events_recover_interrupted", "abandoned_after_seconds", "INTERRUPTED_REASON",
+           "CALL_INTERRUPTED_REASON", "gateway_calls_close_interrupted", "calls_abandoned_after_seconds"]
 
 INTERRUPTED_REASON = ("interrupted: the worker stopped before this run finished (closed when a worker started "
                       "again); the chain was queued for a new summarization")
+
+CALL_INTERRUPTED_REASON = ("interrupted: the server stopped before this call was recorded (closed when a server "
+                           "started again); an answer the agent received arrives with its next request")
+# Beyond its provider's timeout no call is still running anywhere (the timeout is the call's whole deadline).
+CALL_DEADLINE_MARGIN_SECONDS = 60.0
 
 Send = Callable[[str, list[int]], object]
 
@@ -67,3 +78,21 @@ def events_recover_interrupted(*, older_than_seconds: float = 0.0, send: Send = 
     for chain_id in chains:
         send(SUMMARIZE_CHAIN, [chain_id])
     return Recovered(requeued_compactions=len(manual), closed_as_failed=closed)
+
+
+def calls_abandoned_after_seconds() -> float:
+    """0 with the in-process memory broker (one server process: whatever it ran died with it), else the longest
+    provider timeout plus a margin (another server may still be waiting for an upstream)."""
+    if str(settings.CELERY_BROKER_URL).startswith("memory://"):
+        return 0.0
+    longest = ProviderConfig.objects.aggregate(longest=Max("timeout_seconds"))["longest"]
+    return float(longest or ProviderConfig._meta.get_field("timeout_seconds").default) + CALL_DEADLINE_MARGIN_SECONDS
+
+
+def gateway_calls_close_interrupted(*, older_than_seconds: float = 0.0) -> int:
+    """Close gateway calls a stopped server left "running" (started more than `older_than_seconds` ago) as
+    failed, with the reason; returns how many."""
+    now = timezone.now()
+    stale = GatewayCall.objects.filter(status=CallStatus.RUNNING,
+                                       created_at__lte=now - timedelta(seconds=older_than_seconds))
+    return stale.update(status=CallStatus.FAILED, error=CALL_INTERRUPTED_REASON, finished_at=now)

@@ -11,8 +11,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from flows.models import Outcome, SummaryEvent, Trigger
-from flows.services.recovery import INTERRUPTED_REASON, events_recover_interrupted
+from flows.models import CallStatus, GatewayCall, Outcome, ProviderConfig, SummaryEvent, Trigger
+from flows.services.recovery import (
+    CALL_DEADLINE_MARGIN_SECONDS,
+    CALL_INTERRUPTED_REASON,
+    INTERRUPTED_REASON,
+    calls_abandoned_after_seconds,
+    events_recover_interrupted,
+    gateway_calls_close_interrupted,
+)
 from tests.fakes import free_port
 from tests.flows.pipeline_live import PYTHON, REDIS_URL, Stack, redis_up, wait_http
 
@@ -48,6 +55,24 @@ def test_with_separate_workers_only_abandoned_runs_count(make_chain, tool_round)
     assert recovered.closed_as_failed == 1
     fresh.refresh_from_db()
     assert fresh.outcome == Outcome.RUNNING
+
+
+@pytest.mark.django_db
+def test_gateway_calls_left_running_are_closed_when_older_than_any_upstream_could_take(make_chain, settings):
+    chain = make_chain()
+    fresh, old, done = (GatewayCall.objects.create(chain=chain, user=chain.agent.flow.owner, model="m")
+                        for _ in range(3))
+    GatewayCall.objects.filter(pk=done.pk).update(status=CallStatus.OK)
+    GatewayCall.objects.filter(pk__in=[old.pk, done.pk]).update(created_at=timezone.now() - timedelta(hours=1))
+    ProviderConfig.objects.create(name="slow", kind="openai", timeout_seconds=900)
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/0"  # other servers may still be waiting upstream
+    assert calls_abandoned_after_seconds() == 900 + CALL_DEADLINE_MARGIN_SECONDS
+    assert gateway_calls_close_interrupted(older_than_seconds=calls_abandoned_after_seconds()) == 1
+    states = dict(GatewayCall.objects.values_list("pk", "status"))
+    assert states == {fresh.pk: CallStatus.RUNNING, old.pk: CallStatus.FAILED, done.pk: CallStatus.OK}
+    assert GatewayCall.objects.get(pk=old.pk).error == CALL_INTERRUPTED_REASON
+    settings.CELERY_BROKER_URL = "memory://"  # one server process: whatever it ran died with it
+    assert gateway_calls_close_interrupted(older_than_seconds=calls_abandoned_after_seconds()) == 1
 
 
 CRASHED_RUN = """

@@ -21,7 +21,12 @@ from flows.demo import demo_start
 from flows.relay import local_url, server_publish, server_unpublish
 from flows.services import user_ensure
 from flows.services.queue import SUMMARIZE_CHAIN, enqueue
-from flows.services.recovery import abandoned_after_seconds, events_recover_interrupted
+from flows.services.recovery import (
+    abandoned_after_seconds,
+    calls_abandoned_after_seconds,
+    events_recover_interrupted,
+    gateway_calls_close_interrupted,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +50,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         user = self._ensure_demo_user()
         worker = self._start_worker(force=embedded_worker)
+        self._close_interrupted_calls()
         if worker is not None:
             self._recover_interrupted()  # first: interrupted runs are closed or re-queued
             self._catch_up()  # then chains whose view is behind their raw messages (e.g. imported meanwhile)
@@ -98,6 +104,12 @@ class Command(BaseCommand):
         recovered = events_recover_interrupted(older_than_seconds=abandoned_after_seconds())
         if recovered.requeued_compactions or recovered.closed_as_failed:
             self.stdout.write(f"after the last stop: {recovered}")
+
+    def _close_interrupted_calls(self) -> None:
+        """Gateway calls a stopped server left "running" (it died between an answer and its record)."""
+        closed = gateway_calls_close_interrupted(older_than_seconds=calls_abandoned_after_seconds())
+        if closed:
+            self.stdout.write(f"after the last stop: {closed} interrupted gateway call(s) closed as failed")
 
     def _start_demo(self, user, *, server: str) -> None:
         """The demo agent calls this server's gateway (`/v1/chat/completions`), as a connected agent would."""
