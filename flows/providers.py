@@ -20,6 +20,7 @@ from typing import Any
 
 import openai
 from django.db import IntegrityError, transaction
+from django.db.models.signals import post_delete, post_save
 
 from flows.engine import ModelInfo, lookup_model, window_from_models_payload
 from flows.models import Flow, ModelWindow, ProviderConfig, ProviderKind
@@ -143,6 +144,11 @@ def _drop_cache() -> None:
     global _cached
     with _cache_lock:
         _cached = None
+
+
+# The copy exists once this module is loaded, so this module is where edits are watched for.
+post_save.connect(providers_changed, sender=ProviderConfig, dispatch_uid="providers_changed_save")
+post_delete.connect(providers_changed, sender=ProviderConfig, dispatch_uid="providers_changed_delete")
 
 
 def _find(**match: Any) -> ProviderConfig | None:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from flows.api.auth import LAST_USED_RESOLUTION
@@ -78,6 +80,13 @@ def tokens_changed(**_: Any) -> None:
 def _forget_tokens() -> None:
     with _checked_lock:
         _checked.clear()
+
+
+# The copy exists once this module is loaded, so this module is where edits are watched for (a user
+# deactivated, say); the user model by its label, as settings name it.
+for _sender in (ApiToken, settings.AUTH_USER_MODEL):
+    post_save.connect(tokens_changed, sender=_sender, dispatch_uid=f"tokens_changed_save_{_sender}")
+    post_delete.connect(tokens_changed, sender=_sender, dispatch_uid=f"tokens_changed_delete_{_sender}")
 
 
 def authenticate_bearer(headers: Mapping[str, str]) -> AbstractBaseUser:

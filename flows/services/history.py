@@ -403,9 +403,10 @@ def _import_rows(chain: Chain, batch: list[dict[str, Any]], model: str, *, turn_
     for start in range(0, len(rows), IMPORT_CHUNK_ROWS):
         with transaction.atomic():
             Message.objects.bulk_create(rows[start:start + IMPORT_CHUNK_ROWS])
+    tokens = _tokens_after(0, rows)
     with transaction.atomic():
         template = _id_template(chain, batch)
         Chain.objects.filter(pk=chain.pk).update(last_seq=len(rows), tool_call_id_template=template,
-                                                 raw_tokens=_tokens_after(0, rows), updated_at=timezone.now())
+                                                 raw_tokens=tokens, updated_at=timezone.now())
         transaction.on_commit(lambda: _after_append(chain.pk, rows, turn_done), robust=True)
-    chain.last_seq, chain.tool_call_id_template, chain.raw_tokens = len(rows), template, _tokens_after(0, rows)
+    chain.last_seq, chain.tool_call_id_template, chain.raw_tokens = len(rows), template, tokens
