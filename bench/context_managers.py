@@ -5,7 +5,7 @@ model call, `view()` is what the model would receive next (OpenAI chat dicts, sy
 one summarizes with the same stub model, `StubModel`: our offline extractive summarizer, counted (calls and
 input bytes), so differences come from the policy (when, what and how much to summarize), not the model.
 
-- `Ours`: PentAGI chain summarization with a profile, then fit_to_window (what flows.services.summarization runs).
+- `Ours`: PentAGI chain summarization with a profile, then fit_to_window (what flows.pipeline.summarization runs).
 - `LangChainSummarization`: langchain's SummarizationMiddleware, its before_model hook applied to the agent
   state; trigger/keep in tokens of the same window; other knobs at their defaults.
 - `LangMemSummarization`: langmem's summarize_messages over the full history with its RunningSummary.

@@ -1,6 +1,6 @@
 """Per-turn engine time and peak memory as a chain grows from 100 to 10,000 messages.
 
-The chain is replayed turn by turn the way the pipeline runs it (flows.services.summarization): after each turn the
+The chain is replayed turn by turn the way the pipeline runs it (flows.pipeline.summarization): after each turn the
 engine gets the current *view* plus the turn's new raw messages (lineage in raw indices), summarizes it with
 the agent profile and the offline extractive summarizer, then fits it to a 128k window (token count of the
 view). The raw chain is never handed to the engine again, so the per-turn cost should follow the size of

@@ -36,8 +36,9 @@ READING_SECONDS = 0.5  # page opened, then the first change: a fast user (the wa
 def build(path: Path) -> tuple[Client, int, int]:
     from django.contrib.auth import get_user_model
 
-    from flows import tasks
-    from flows.services import chain_import, chain_summarize
+    from flows.ingest.importing import chain_import
+    from flows.pipeline import tasks
+    from flows.pipeline.summarization import chain_summarize
 
     tasks.summarize_chain_task.delay = lambda *a, **k: None  # summarized once below, synchronously
     user = get_user_model().objects.create_user("bench", password="bench-password-1")
@@ -50,7 +51,8 @@ def build(path: Path) -> tuple[Client, int, int]:
 
 def page_form() -> dict[str, str]:
     """What the browser submits: every field, a checkbox only when on."""
-    from flows.settings_registry import SETTINGS_FIELDS, settings_for, settings_values
+    from flows.config.registry import settings_for, settings_values
+    from flows.core.settings_spec import SETTINGS_FIELDS
 
     values = settings_values(settings_for(profile="agent"))
     return {s.name: "on" if s.kind == "bool" else ("" if values[s.name] is None else str(values[s.name]))
@@ -59,8 +61,8 @@ def page_form() -> dict[str, str]:
 
 def grow(chain_id: int, i: int) -> None:
     """One more message at the end of the chain, as a live agent would add it."""
-    from flows.models import Chain
-    from flows.services import chain_append
+    from flows.ingest.append import chain_append
+    from flows.models.chains import Chain
 
     message = ({"role": "user", "content": f"Step {i}: run the test suite again and report."} if i % 2 == 0
                else {"role": "assistant", "content": f"Step {i}: the suite passes; 3 warnings remain."})
@@ -86,8 +88,8 @@ def main() -> None:
         sys.exit(f"{args.file} not found (the shared corpus)")
     call_command("migrate", verbosity=0)
     client, chain_id, flow_id = build(args.file)
-    from flows.services import preview_warm_wait
-    from flows.services.preview_cache import preview_caches_clear
+    from flows.pipeline.preview_cache import preview_caches_clear
+    from flows.pipeline.preview_warm import preview_warm_wait
 
     form = page_form()
 

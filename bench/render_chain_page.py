@@ -39,10 +39,11 @@ def build_chain(n_messages: int):
 
     from django.contrib.auth import get_user_model
 
-    from flows import tasks
-    from flows.demo import demo_create, demo_turns, turn_batches
-    from flows.models import ChainView
-    from flows.services import chain_append
+    from flows.demo.script import demo_create, demo_turns
+    from flows.ingest.append import chain_append
+    from flows.ingest.replay import turn_batches
+    from flows.models.chains import ChainView
+    from flows.pipeline import tasks
 
     tasks.summarize_chain_task.delay = lambda *a, **k: None  # the bench measures rendering, not summarizing
     user = get_user_model().objects.create_user("bench", password="bench-password-1")

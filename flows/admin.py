@@ -11,7 +11,8 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 
-from flows.forms import EnvImportForm, ProviderConfigForm, SummarizerSettingsForm
+from flows.config import SettingsError, settings_create, settings_env_export_rows, settings_import_env, settings_update
+from flows.core import SETTINGS_FIELDS
 from flows.models import (
     Agent,
     ApiToken,
@@ -29,8 +30,7 @@ from flows.models import (
     SummaryEvent,
     ViewSection,
 )
-from flows.services import settings_create, settings_import_env, settings_update
-from flows.settings_registry import SETTINGS_FIELDS, SettingsError, settings_env_export_rows
+from flows.pages import EnvImportForm, ProviderConfigForm, SummarizerSettingsForm
 
 __all__ = ["ReadOnlyAdmin", "SummarizerSettingsAdmin"]
 

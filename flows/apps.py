@@ -1,8 +1,6 @@
 """The app's composition root: Django calls `ready()` once the models are loaded."""
 from django.apps import AppConfig
 
-from flows.plugins import load_compaction_providers
-
 
 class FlowsConfig(AppConfig):
     name = "flows"
@@ -10,10 +8,12 @@ class FlowsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The services queue tasks by name (flows.services.queue); registering them here means every process
-        # that can append (web, worker, commands) knows those names. Django requires this import inside
-        # ready(): the models are not loaded when this module is imported.
-        from flows import tasks  # noqa: F401
+        # Django requires these imports inside ready(): the capabilities' doors load models, which are not
+        # loaded when this module is imported.
+        from flows import pipeline  # noqa: F401  (its door loads the Celery tasks: registers them by name)
+        from flows.config import load_compaction_providers
 
+        # The pipeline queues tasks by name (flows.core.queue); registering them here means every process
+        # that can append (web, worker, commands) knows those names.
         # Installed compaction providers are registered in every process that runs the app (web and workers).
         load_compaction_providers()

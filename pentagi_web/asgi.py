@@ -1,6 +1,6 @@
 """ASGI entry point: HTTP through Django (the /v1/ gateway without the page middleware), WebSockets through
 Channels behind session auth and an Origin check (scheme + host + port, like Django's CSRF check: see
-flows/ws_origin.py)."""
+flows/live/origin.py)."""
 from __future__ import annotations
 
 import os
@@ -13,13 +13,12 @@ django_asgi_app = get_asgi_application()  # must run before importing anything t
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from flows.routing import websocket_urlpatterns  # noqa: E402
-from flows.ws_origin import SameOriginValidator  # noqa: E402
-from pentagi_web.asgi_gateway import GatewayHandler, by_path  # noqa: E402
+from flows.gateway import GatewayHandler, by_path  # noqa: E402
+from flows.live import SameOriginValidator, websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        # The OpenAI-compatible gateway skips the page middleware (see pentagi_web/asgi_gateway.py).
+        # The OpenAI-compatible gateway skips the page middleware (see flows/gateway/asgi.py).
         "http": by_path(django_asgi_app, GatewayHandler()),
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

@@ -67,7 +67,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "pentagi_web.security.ContentSecurityPolicyMiddleware",
     # Static files straight from the ASGI app (compressed, far-future cached): plain Daphne serves them too.
-    "pentagi_web.static_files.StaticFilesMiddleware",
+    "pentagi_web.static_middleware.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -151,7 +151,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # collectstatic writes hashed names (app.3f2a….css) plus gzip/brotli copies, which WhiteNoise serves with a
     # one-year immutable Cache-Control; before collectstatic, plain names come from static/ (short cache).
-    "staticfiles": {"BACKEND": "pentagi_web.staticfiles.ManifestWhenCollectedStorage"},
+    "staticfiles": {"BACKEND": "pentagi_web.static_storage.ManifestWhenCollectedStorage"},
 }
 WHITENOISE_USE_FINDERS = True  # `manage.py run` and tests work without collectstatic
 WHITENOISE_AUTOREFRESH = DEBUG

@@ -2,7 +2,7 @@
 
 `SummarizerConfig.from_env`, the CLI and the dashboard (model fields, registry, env import/export, settings
 page, admin) all read these declarations, so a setting is described once. The dashboard extends the tuple
-with its compaction settings (`flows/settings_spec.py`); the engine's own eight are declared here.
+with its compaction settings (`flows/core/settings_spec.py`); the engine's own eight are declared here.
 
 Values from the environment go through `parse_bool` (Go's `strconv.ParseBool`, which PentAGI's env loader
 uses) and a plain integer parser; the dashboard additionally applies the bounds (`SettingSpec.clean`).

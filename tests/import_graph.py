@@ -1,8 +1,8 @@
 """The import graph of our own packages, read from the source with `ast` (nothing is imported).
 
 Every import counts, module-level or inside a function: a lazy import that hides a cycle is still a cycle.
-An edge goes to the most specific module that exists: `from flows import tasks` is an edge to `flows.tasks`,
-`from flows.services import chain_append` an edge to the package facade `flows.services`.
+An edge goes to the most specific module that exists: `from flows import tasks` is an edge to `flows.pipeline.tasks`,
+`from flows.ingest import chain_append` an edge to the folder door `flows.ingest`.
 """
 from __future__ import annotations
 

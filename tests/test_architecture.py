@@ -13,32 +13,39 @@ import pytest
 import summarizer
 from tests.import_graph import ImportEdge, find_cycles, import_edges, internal_edges, package_modules
 
-PACKAGES = ("flows", "summarizer")
+PACKAGES = ("flows", "summarizer", "pentagi_web")
 ENGINE_ADAPTER = "flows.engine"
 
 # Lowest first. A module may import its own layer (as long as no cycle forms) and any layer below it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engine", ("summarizer",)),
     ("engine adapter", ("flows.engine",)),
-    ("foundation", ("flows.models", "flows.migrations", "flows.params", "flows.events", "flows.signals",
-                    "flows.demo_tools", "flows.settings_spec", "flows.text_input",
-                    "flows.relay", "flows.ws_limits")),
-    ("domain", ("flows.settings_registry", "flows.settings_env", "flows.plugins", "flows.providers",
-                "flows.selectors", "flows.selectors_pages", "flows.selectors_chain",
-                "flows.selectors_gateway", "flows.selectors_flows", "flows.llm")),
-    ("services", ("flows.services",)),
-    ("entry points", ("flows.tasks", "flows.api", "flows.views", "flows.forms", "flows.admin", "flows.consumers",
-                      "flows.routing", "flows.urls", "flows.demo", "flows.management", "flows.embedded_worker",
-                      "flows.templatetags", "flows.gateway", "flows.ws_origin",
-                      "flows.apps", "flows")),
+    ("project settings", ("pentagi_web",)),  # settings, the Celery app, security headers: nothing of flows
+    ("core", ("flows.core",)),
+    ("models", ("flows.models", "flows.migrations")),
+    ("config", ("flows.config",)),
+    ("ingest", ("flows.ingest",)),
+    ("pipeline", ("flows.pipeline",)),
+    ("gateway", ("flows.gateway",)),
+    ("live", ("flows.live",)),
+    ("pages", ("flows.pages",)),
+    ("api", ("flows.api",)),
+    ("demo", ("flows.demo",)),
+    ("entry points", ("flows.management", "flows.templatetags", "flows.admin", "flows.apps", "flows.urls", "flows",
+                      "pentagi_web.asgi", "pentagi_web.urls")),
 ]
 
-# Inside flows/services the pipeline runs one way: a module imports only modules of a lower rank.
-SERVICE_RANKS: dict[str, int] = {
-    "view_records": 0, "queue": 0, "summarizers": 0, "memory": 0, "settings": 0, "users": 0, "windows": 0,
-    "gateway_threads": 0, "history": 1, "recovery": 1, "preview_cache": 1, "replay": 2,
-    "runs": 2, "fitting": 3, "compaction": 4, "summarization": 5, "preview": 5,
-    "gateway": 5, "gateway_calls": 6, "preview_warm": 6, "": 7,
+# The capability folders: code outside one imports only its door (the folder's __init__), code inside imports
+# its siblings directly. Migrations are generated code and name model fields by their module.
+DOOR_FOLDERS = ("flows.core", "flows.models", "flows.config", "flows.ingest", "flows.pipeline", "flows.gateway",
+                "flows.live", "flows.pages", "flows.api", "flows.demo")
+DOOR_EXEMPT = ("flows.migrations",)
+
+# Inside flows/pipeline the runs go one way: a module imports only modules of a lower rank.
+PIPELINE_RANKS: dict[str, int] = {
+    "llm": 0, "hooks": 0, "view_records": 0, "memory": 0, "summarizers": 1, "preview_cache": 1, "recovery": 1,
+    "runs": 2, "fitting": 3, "compaction": 4, "summarization": 5, "preview": 5, "preview_warm": 6, "tasks": 6,
+    "embedded_worker": 7, "": 8,
 }
 
 
@@ -54,15 +61,19 @@ def layer_of(module: str) -> int:
     return best
 
 
-def service_rank(module: str) -> int:
-    name = module.removeprefix("flows.services").lstrip(".").split(".")[0]
-    if name not in SERVICE_RANKS:
-        raise AssertionError(f"{module} has no place in the services pipeline: add it to SERVICE_RANKS")
-    return SERVICE_RANKS[name]
+def _pipeline_step(module: str) -> str:
+    return module.removeprefix("flows.pipeline").lstrip(".").split(".")[0]
 
 
-def _is_service(module: str) -> bool:
-    return module == "flows.services" or module.startswith("flows.services.")
+def pipeline_rank(module: str) -> int:
+    name = _pipeline_step(module)
+    if name not in PIPELINE_RANKS:
+        raise AssertionError(f"{module} has no place in the pipeline: add it to PIPELINE_RANKS")
+    return PIPELINE_RANKS[name]
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
 def upward_imports(edges: list[ImportEdge]) -> list[str]:
@@ -72,9 +83,26 @@ def upward_imports(edges: list[ImportEdge]) -> list[str]:
         if target > source:
             found.append(f"{edge.source}:{edge.line} imports {edge.target} ({LAYERS[source][0]} -> "
                          f"{LAYERS[target][0]})")
-        elif _is_service(edge.source) and _is_service(edge.target) \
-                and service_rank(edge.target) >= service_rank(edge.source):
+        elif _in(edge.source, "flows.pipeline") and _in(edge.target, "flows.pipeline") \
+                and _pipeline_step(edge.source) != _pipeline_step(edge.target) \
+                and pipeline_rank(edge.target) >= pipeline_rank(edge.source):
             found.append(f"{edge.source}:{edge.line} imports {edge.target} (same or later pipeline step)")
+    return found
+
+
+def _folder(module: str) -> str | None:
+    return next((f for f in DOOR_FOLDERS if _in(module, f)), None)
+
+
+def doors_bypassed(edges: list[ImportEdge]) -> list[str]:
+    """Imports that reach into another capability's folder past its door."""
+    found = []
+    for edge in edges:
+        folder = _folder(edge.target)
+        if folder is None or _folder(edge.source) == folder or edge.target == folder \
+                or any(_in(edge.source, exempt) for exempt in DOOR_EXEMPT):
+            continue
+        found.append(f"{edge.source}:{edge.line} imports {edge.target} (use the door {folder})")
     return found
 
 
@@ -86,8 +114,8 @@ def edges() -> list[ImportEdge]:
 def test_every_module_has_a_layer():
     for module in package_modules(PACKAGES):
         layer_of(module)
-        if _is_service(module):
-            service_rank(module)
+        if _in(module, "flows.pipeline"):
+            pipeline_rank(module)
 
 
 def test_there_is_no_import_cycle(edges):
@@ -96,6 +124,16 @@ def test_there_is_no_import_cycle(edges):
 
 def test_no_module_imports_a_higher_layer(edges):
     assert upward_imports(edges) == []
+
+
+def test_other_folders_are_entered_through_their_door(edges):
+    assert doors_bypassed(edges) == []
+
+
+def test_each_door_says_what_its_folder_owns():
+    for folder in DOOR_FOLDERS:
+        path = Path(package_modules(["flows"])[folder])
+        assert len(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "") > 40, folder
 
 
 def test_only_the_adapter_imports_the_engine():
@@ -126,10 +164,10 @@ def test_a_cycle_through_three_modules_is_found():
 
 
 def test_an_upward_import_is_reported():
-    found = upward_imports([_edge("flows.models.chains", "flows.services.history"),
-                            _edge("flows.services.runs", "flows.services.compaction"),
-                            _edge("flows.tasks", "flows.services")])
-    assert len(found) == 2 and "foundation -> services" in found[0] and "pipeline" in found[1]
+    found = upward_imports([_edge("flows.models.chains", "flows.ingest.append"),
+                            _edge("flows.pipeline.runs", "flows.pipeline.compaction"),
+                            _edge("flows.pages.chain", "flows.pipeline")])
+    assert len(found) == 2 and "models -> ingest" in found[0] and "pipeline" in found[1]
 
 
 def test_a_lazy_import_is_an_edge_too(tmp_path):

@@ -1,36 +1,24 @@
 """API authentication: `Authorization: Bearer <token>` (agents) or the browser's session (with CSRF)."""
 from __future__ import annotations
 
-from datetime import timedelta
+from typing import Any
 
 from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware
-from django.utils import timezone
 
-from flows.models import ApiToken, hash_token
+from flows.ingest import InvalidToken, bearer_user, bearer_value
 
-__all__ = ["authenticate", "csrf_failure", "LAST_USED_RESOLUTION"]
-
-LAST_USED_RESOLUTION = timedelta(minutes=1)  # spare a write per request for busy agents
+__all__ = ["authenticate", "csrf_failure"]
 
 
-def _bearer(request: HttpRequest) -> str | None:
-    header = request.headers.get("Authorization", "")
-    scheme, _, value = header.partition(" ")
-    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
-
-
-def authenticate(request: HttpRequest):
+def authenticate(request: HttpRequest) -> tuple[Any, bool]:
     """(user, via_session). A bearer header that does not match a token is a failure, not a fallback."""
-    raw = _bearer(request)
+    raw = bearer_value(request.headers.get("Authorization", ""))
     if raw is not None:
-        token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(raw)).first()
-        if token is None or not token.user.is_active:
+        try:
+            return bearer_user(raw), False
+        except InvalidToken:
             return None, False
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        return token.user, False
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated and user.is_active:
         return user, True

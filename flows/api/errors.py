@@ -18,12 +18,11 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
 
+from flows.api.auth import authenticate, csrf_failure
+from flows.config import SettingsError
+from flows.core import lone_surrogate_path
 from flows.engine import FormatError
-from flows.services import AppendError
-from flows.settings_registry import SettingsError
-from flows.text_input import lone_surrogate_path
-
-from .auth import authenticate, csrf_failure
+from flows.ingest import AppendError
 
 __all__ = ["ApiError", "error_response", "api_endpoint", "api_endpoint_async", "read_json", "not_found"]
 

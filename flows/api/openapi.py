@@ -6,12 +6,11 @@ from typing import Any
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from flows.api.errors import error_response
+from flows.api.views_chains import DEFAULT_PAGE_MESSAGES, MAX_PAGE_MESSAGES, MAX_SEQ
+from flows.core import MAX_INSTRUCTIONS_CHARS
 from flows.engine import FORMATS
 from flows.models import AGENT_TYPES
-from flows.text_input import MAX_INSTRUCTIONS_CHARS
-
-from .errors import error_response
-from .views_chains import DEFAULT_PAGE_MESSAGES, MAX_PAGE_MESSAGES, MAX_SEQ
 
 __all__ = ["SCHEMA", "schema_view"]
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from flows.api.selectors import chain_messages
+from flows.config import settings_values, settings_warnings
+from flows.core import SETTINGS_FIELDS
 from flows.engine import content_text, message_size, parse_chain
 from flows.models import Agent, Chain, Flow, Message, SummarizerSettings, SummaryEvent
-from flows.selectors import chain_messages, chain_raw_messages, chain_view_latest
-from flows.selectors_pages import chain_totals
-from flows.settings_registry import SETTINGS_FIELDS, settings_values, settings_warnings
 
 __all__ = ["flow_json", "agent_json", "message_json", "chain_json", "chain_page_json", "chain_view_json", "event_json",
            "settings_json", "sections_json"]
@@ -60,8 +60,8 @@ def sections_json(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
 
 def chain_view_json(chain: Chain, stats: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """({view, sections}, the view's stats): the newest view, else the raw chain itself (`stats` of the page)."""
-    view_row = chain_view_latest(chain=chain)
-    view = view_row.messages if view_row else chain_raw_messages(chain=chain)
+    view_row = chain.latest_view()
+    view = view_row.messages if view_row else chain.raw_messages()
     sections, parse_error = sections_json(view)
     view_stats = {"view_messages": len(view), "view_bytes": view_row.byte_size if view_row else stats["raw_bytes"],
                   "view_tokens": view_row.token_count if view_row else stats["raw_tokens"],
@@ -76,7 +76,7 @@ def chain_page_json(chain: Chain, *, after_seq: int = 0, limit: int) -> dict[str
     rows = list(chain_messages(chain=chain, after_seq=after_seq, limit=limit + 1))
     has_more = len(rows) > limit
     rows = rows[:limit]
-    totals = chain_totals(chain=chain)
+    totals = chain.totals()
     stats: dict[str, Any] = {"raw_messages": totals["messages"], "raw_bytes": totals["bytes"],
                              "raw_tokens": totals["tokens"], "compactions": chain.compactions,
                              "last_seq": chain.last_seq, "view_version": chain.view_version}

@@ -3,8 +3,8 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from . import openapi, views_chains, views_flows, views_import, views_settings
-from .errors import api_endpoint, api_endpoint_async, error_response
+from flows.api import openapi, views_chains, views_flows, views_import, views_settings
+from flows.api.errors import api_endpoint, api_endpoint_async, error_response
 
 ID = r"(?P<{}>\d{{1,18}})"  # bounded so a huge number is a 404, not a database overflow
 

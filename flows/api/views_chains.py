@@ -4,15 +4,15 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 
+from flows.api.errors import ApiError, not_found
+from flows.api.selectors import chain_events, chain_messages, chain_visible
+from flows.api.serializers import chain_page_json, chain_view_json, event_json, message_json
+from flows.api.views_flows import json_object
+from flows.config import settings_for, settings_validate, settings_values
+from flows.core import instructions_problem
+from flows.ingest import chain_append
 from flows.models import Chain
-from flows.selectors import chain_events, chain_get_visible, chain_messages
-from flows.services import chain_append, chain_preview, chain_request_compaction
-from flows.settings_registry import settings_for, settings_validate, settings_values
-from flows.text_input import instructions_problem
-
-from .errors import ApiError, not_found
-from .serializers import chain_page_json, chain_view_json, event_json, message_json
-from .views_flows import json_object
+from flows.pipeline import chain_preview, chain_request_compaction
 
 __all__ = ["chain_detail", "chain_messages_endpoint", "chain_events_endpoint", "chain_compact_endpoint",
            "chain_preview_endpoint"]
@@ -24,7 +24,7 @@ MAX_SEQ = 2**31 - 1  # Message.seq is a 32-bit integer column
 
 def get_chain(request: HttpRequest, chain_id: str) -> Chain:
     try:
-        return chain_get_visible(user=request.user, chain_id=int(chain_id))
+        return chain_visible(user=request.user, chain_id=int(chain_id))
     except Chain.DoesNotExist:
         raise not_found("chain") from None
 

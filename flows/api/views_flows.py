@@ -6,14 +6,13 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from flows.api.errors import ApiError, not_found, read_json
+from flows.api.selectors import flow_chain_for_export, flow_visible
+from flows.api.serializers import agent_json, flow_json
+from flows.core import parse_id
 from flows.engine import FORMATS, export_chain
+from flows.ingest import agent_create, flow_create
 from flows.models import AGENT_TYPES, Chain, Flow, Profile
-from flows.params import parse_id
-from flows.selectors import chain_raw_messages, flow_chain_for_export, flow_get_visible, flows_visible_to
-from flows.services import agent_create, flow_create
-
-from .errors import ApiError, not_found, read_json
-from .serializers import agent_json, flow_json
 
 __all__ = ["flows_collection", "flow_detail", "flow_agents", "flow_export", "get_flow", "json_object"]
 
@@ -42,13 +41,13 @@ def _string(body: dict[str, Any], key: str, *, default: str = "", max_chars: int
 
 def get_flow(request: HttpRequest, flow_id: str) -> Flow:
     try:
-        return flow_get_visible(user=request.user, flow_id=int(flow_id))
+        return flow_visible(user=request.user, flow_id=int(flow_id))
     except Flow.DoesNotExist:
         raise not_found("flow") from None
 
 
 def _list(request: HttpRequest) -> JsonResponse:
-    flows = flows_visible_to(user=request.user).select_related("owner")[:MAX_LIST_FLOWS]
+    flows = Flow.objects.visible_to(request.user).select_related("owner")[:MAX_LIST_FLOWS]
     return JsonResponse({"flows": [flow_json(f) for f in flows]})
 
 
@@ -92,7 +91,7 @@ def _export(request: HttpRequest, flow_id: str) -> HttpResponse:
     if fmt not in FORMATS:
         raise ApiError(400, "invalid_format", f"'format' must be one of {', '.join(FORMATS)}")
     chain = _export_chain(request, flow)
-    data = export_chain(chain_raw_messages(chain=chain), fmt)
+    data = export_chain(chain.raw_messages(), fmt)
     if isinstance(data, str):
         resp = HttpResponse(data, content_type="application/x-ndjson; charset=utf-8")
         ext = "jsonl"

@@ -4,11 +4,10 @@ from __future__ import annotations
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 
+from flows.api.errors import ApiError, read_json
 from flows.engine import FORMATS
+from flows.ingest import chain_import
 from flows.models import AGENT_TYPES, Profile
-from flows.services import chain_import
-
-from .errors import ApiError, read_json
 
 __all__ = ["import_endpoint"]
 

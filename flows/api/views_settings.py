@@ -3,15 +3,13 @@ from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
 
+from flows.api.errors import ApiError, not_found
+from flows.api.selectors import flow_visible
+from flows.api.serializers import settings_json
+from flows.api.views_flows import json_object
+from flows.config import settings_for, settings_save
+from flows.core import parse_id
 from flows.models import Flow, Profile
-from flows.params import parse_id
-from flows.selectors import flow_get_visible
-from flows.services import settings_save
-from flows.settings_registry import settings_for
-
-from .errors import ApiError, not_found
-from .serializers import settings_json
-from .views_flows import json_object
 
 __all__ = ["settings_endpoint"]
 
@@ -30,7 +28,7 @@ def _flow(request: HttpRequest) -> Flow | None:
     if flow_id is None:
         raise ApiError(400, "invalid_parameter", "'flow' must be a flow id", field="flow")
     try:
-        return flow_get_visible(user=request.user, flow_id=flow_id)
+        return flow_visible(user=request.user, flow_id=flow_id)
     except Flow.DoesNotExist:
         raise not_found("flow") from None
 

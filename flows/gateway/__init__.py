@@ -1,6 +1,16 @@
-"""The gateway: an OpenAI-compatible `/v1/chat/completions` that threads every call into a chain.
+"""The OpenAI-compatible gateway (`/v1/`): agents' model calls threaded into chains, observed or managed.
 
-Modules: `wire` (request parsing, OpenAI error JSON), `routing` (token auth, provider and mode), `upstream`
-(the per-process HTTP client), `sse` (assembling a streamed answer), `calls` (one call end to end) and
-`views` (the ASGI endpoints). Writes go through `flows.services.gateway`, reads through `flows.selectors_gateway`.
+A call runs: `views` (endpoints) -> `admission` (token, threading via `threads`/`prefixes`, routing, mode,
+what goes upstream via `fit`, the call row via `records`) -> `calls` (forward, overflow retry, stream via `sse`,
+`upstream`) -> `records`. `hops` runs the ORM work off the event loop, `asgi` serves `/v1/` without the page
+middleware, `reads` and `page` show calls, `recovery` closes calls a stopped server left running.
 """
+from flows.gateway.asgi import GatewayHandler, by_path
+from flows.gateway.page import gateway_call_page
+from flows.gateway.reads import chain_gateway_calls
+from flows.gateway.recovery import calls_abandoned_after_seconds, gateway_calls_close_interrupted
+
+__all__ = [
+    "gateway_call_page", "GatewayHandler", "by_path", "calls_abandoned_after_seconds", "chain_gateway_calls",
+    "gateway_calls_close_interrupted",
+]

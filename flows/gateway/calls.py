@@ -18,14 +18,15 @@ from typing import Any
 
 import httpx2
 
+from flows.core import abroadcast
 from flows.engine import is_context_overflow_error, observed_token_count, validate_messages
-from flows.events import abroadcast
 from flows.gateway import hops, upstream
-from flows.gateway.routing import PreparedCall
+from flows.gateway.admission import PreparedCall
+from flows.gateway.fit import gateway_overflow_compact
+from flows.gateway.records import gateway_call_complete, gateway_call_retried
 from flows.gateway.sse import Assembler, EventSplitter, event_data
 from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable, wire_message, with_model
 from flows.models import CallStatus, GatewayMode
-from flows.services.gateway_calls import gateway_call_complete, gateway_call_retried, gateway_overflow_compact
 
 __all__ = ["MAX_OVERFLOW_RETRIES", "DELTA_INTERVAL_SECONDS", "upstream_body", "open_upstream", "complete",
            "stream_events", "finish", "settled"]

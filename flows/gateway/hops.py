@@ -4,7 +4,7 @@ Django runs the sync code of an ASGI request in a thread made for that request (
 opens a database connection there and closes it when the request ends; its request signals add a thread hop
 at each end. For a page that is noise; for the gateway, which answers an agent's every model call, it was
 about a third of the time it adds to a call (a new thread, a new connection with its PRAGMAs, four thread
-wake-ups, each slow on a virtual machine's idle CPU). So under `GatewayHandler` (pentagi_web/asgi_gateway.py)
+wake-ups, each slow on a virtual machine's idle CPU). So under `GatewayHandler` (flows/gateway/asgi.py)
 ORM work runs here instead: GATEWAY_DB_THREADS threads, each keeping its connection for up to
 GATEWAY_DB_CONN_MAX_AGE seconds (at most that many connections per server process, idle ones included; a
 connection that saw an error and no longer answers, or that was left in a transaction, is closed at once).
@@ -31,7 +31,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
 
-from flows.services.queue import publishing_in_background
+from flows.core import publishing_in_background
 
 __all__ = ["in_gateway_handler", "under_gateway_handler", "run", "after_response", "start_after_response"]
 

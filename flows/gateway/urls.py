@@ -1,7 +1,7 @@
 """Gateway routes, mounted at /v1/ by the project urls (OpenAI clients append /chat/completions to base_url)."""
 from django.urls import path, re_path
 
-from . import views
+from flows.gateway import views
 
 urlpatterns = [
     path("chat/completions", views.chat_completions, name="gateway-chat-completions"),

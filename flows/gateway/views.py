@@ -11,11 +11,11 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from flows.config import model_window_for, provider_for
 from flows.gateway import calls, hops, upstream
-from flows.gateway.routing import PreparedCall, authenticate_bearer, chain_headers, prepare_call
+from flows.gateway.admission import PreparedCall, authenticate_bearer, chain_headers, prepare_call
 from flows.gateway.wire import ChatRequest, GatewayError, parse_chat_request
 from flows.models import CallStatus, ProviderConfig, ProviderKind
-from flows.providers import model_window_for, provider_for
 
 __all__ = ["chat_completions", "models", "unknown"]
 

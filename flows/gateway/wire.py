@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from flows.services.gateway_threads import HistoryMemo
+from flows.gateway.prefixes import HistoryMemo
 
 __all__ = ["MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "ChatRequest", "parse_chat_request", "error_body",
            "storable", "wire_message", "with_model"]

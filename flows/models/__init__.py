@@ -1,6 +1,9 @@
-"""The flows app's models, split by concern (history, settings, providers)."""
-from .chains import (
+"""The rows of the flows app, split by concern: `chains` (flows, agents, chains, messages, views, events, memory
+notes), `settings` (summarizer settings and their history), `providers` (endpoints, windows, tokens, model calls),
+`gateway` (gateway calls), `fields` (JSON that PostgreSQL can store)."""
+from flows.models.chains import (
     AGENT_TYPES,
+    MESSAGE_COLUMNS,
     ROLES,
     Agent,
     AppendOnlyError,
@@ -16,13 +19,13 @@ from .chains import (
     Trigger,
     ViewSection,
 )
-from .gateway import CallStatus, GatewayCall, GatewayMode
-from .providers import ApiToken, LLMCall, ModelWindow, ProviderConfig, ProviderKind, hash_token
-from .settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerSettings
+from flows.models.gateway import CallStatus, GatewayCall, GatewayMode
+from flows.models.providers import ApiToken, LLMCall, ModelWindow, ProviderConfig, ProviderKind, hash_token
+from flows.models.settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerSettings
 
 __all__ = [
-    "AGENT_TYPES", "ROLES", "Agent", "AppendOnlyError", "Chain", "ChainView", "Flow", "FlowStatus", "MemoryNote",
-    "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall", "ModelWindow",
-    "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode", "SettingsChange",
-    "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode",
+    "AGENT_TYPES", "MESSAGE_COLUMNS", "ROLES", "Agent", "AppendOnlyError", "Chain", "ChainView", "Flow", "FlowStatus",
+    "MemoryNote", "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall",
+    "ModelWindow", "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode",
+    "SettingsChange", "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode",
 ]

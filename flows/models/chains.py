@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from .fields import NulSafeJSONDecoder, NulSafeJSONEncoder
+from flows.models.fields import NulSafeJSONDecoder, NulSafeJSONEncoder
 
 # Agent text may contain NUL characters, which PostgreSQL's jsonb refuses: store them escaped (see fields.py).
 SAFE_JSON = {"encoder": NulSafeJSONEncoder, "decoder": NulSafeJSONDecoder}
@@ -37,6 +37,12 @@ class Profile(models.TextChoices):
     ASSISTANT = "assistant"
 
 
+class FlowQuerySet(models.QuerySet):
+    def visible_to(self, user: Any) -> FlowQuerySet:
+        """Who may see a flow, the one rule every reader applies: staff see every flow, others their own."""
+        return self if user.is_staff else self.filter(owner=user)
+
+
 class Flow(models.Model):
     title = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=FlowStatus.choices, default=FlowStatus.CREATED)
@@ -47,6 +53,8 @@ class Flow(models.Model):
                                  related_name="flows", help_text="Endpoint used for summaries; empty = default.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = FlowQuerySet.as_manager()
 
     class Meta:
         ordering = ["-updated_at", "-id"]
@@ -66,6 +74,13 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_type} #{self.pk}"
+
+
+class ChainQuerySet(models.QuerySet):
+    def visible_to(self, user: Any) -> ChainQuerySet:
+        """Chains of the flows `user` may see (FlowQuerySet.visible_to), with their agent and flow loaded."""
+        chains = self.select_related("agent__flow")
+        return chains if user.is_staff else chains.filter(agent__flow__owner=user)
 
 
 class Chain(models.Model):
@@ -89,6 +104,8 @@ class Chain(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = ChainQuerySet.as_manager()
+
     class Meta:
         ordering = ["id"]
         constraints = [
@@ -98,6 +115,19 @@ class Chain(models.Model):
 
     def __str__(self) -> str:
         return f"chain #{self.pk}"
+
+    def latest_view(self) -> ChainView | None:
+        """The newest view: the one the model receives next (None before the first summarization)."""
+        return self.views.prefetch_related("sections").order_by("-version").first()
+
+    def raw_messages(self) -> list[dict[str, Any]]:
+        """The whole raw chain in our canonical message format (what every export is built from)."""
+        return [m.to_dict() for m in self.messages.order_by("seq")]
+
+    def totals(self) -> dict[str, int]:
+        """Messages, bytes and tokens of the raw chain, summed in the database."""
+        agg = self.messages.aggregate(n=models.Count("id"), b=models.Sum("byte_size"), t=models.Sum("token_count"))
+        return {"messages": agg["n"] or 0, "bytes": agg["b"] or 0, "tokens": agg["t"] or 0}
 
 
 class Message(models.Model):
@@ -199,6 +229,13 @@ class Outcome(models.TextChoices):
     SKIPPED = "skipped"
 
 
+class SummaryEventQuerySet(models.QuerySet):
+    def newest_with_cost(self) -> SummaryEventQuerySet:
+        """Newest first, each with what its model calls cost (`cost_usd`) and how many there were (`llm_rows`)."""
+        return self.annotate(cost_usd=models.Sum("llm_calls__cost_usd"),
+                             llm_rows=models.Count("llm_calls")).order_by("-id")
+
+
 class SummaryEvent(models.Model):
     """One summarization or compaction: what triggered it, what it cost and what it changed."""
 
@@ -221,6 +258,8 @@ class SummaryEvent(models.Model):
     raw_seq_to = models.IntegerField(default=0, help_text="newest raw seq the event worked on")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SummaryEventQuerySet.as_manager()
 
     class Meta:
         ordering = ["chain_id", "id"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from .chains import SAFE_JSON, Chain
+from flows.models.chains import SAFE_JSON, Chain
 
 
 class GatewayMode(models.TextChoices):

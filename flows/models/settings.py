@@ -1,8 +1,8 @@
 """Settings that PentAGI reads from environment variables, as admin-editable rows.
 
 One row per profile (agent, assistant) with `flow` empty holds the defaults; a row with `flow` set overrides
-them for that flow. Each setting field derives from its declaration in `flows.settings_spec` (default = the
-agent profile's); `flows.settings_registry` applies the assistant's defaults and the validation rules.
+them for that flow. Each setting field derives from its declaration in `flows.core.settings_spec` (default = the
+agent profile's); `flows.config.registry` applies the assistant's defaults and the validation rules.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from ..settings_spec import AGENT, FIELDS_BY_NAME, IDENTIFIER_POLICIES, PRUNING_MODES, model_help
-from .chains import Flow, Profile
+from flows.core import AGENT, FIELDS_BY_NAME, IDENTIFIER_POLICIES, PRUNING_MODES, model_help
+from flows.models.chains import Flow, Profile
 
 # Longer text settings are stored as TEXT, shorter ones as VARCHAR.
 TEXT_FIELD_FROM_CHARS = 2000
@@ -51,7 +51,7 @@ class PruningMode(models.TextChoices):
 
 # The declarations name the same choices (they cannot import Django); a mismatch is a bug found at import time.
 if tuple(IdentifierPolicy.values) != IDENTIFIER_POLICIES or tuple(PruningMode.values) != PRUNING_MODES:
-    raise ImproperlyConfigured("flows.settings_spec choices differ from IdentifierPolicy / PruningMode")
+    raise ImproperlyConfigured("flows.core.settings_spec choices differ from IdentifierPolicy / PruningMode")
 
 
 class SummarizerSettings(models.Model):

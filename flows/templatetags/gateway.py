@@ -5,7 +5,7 @@ from typing import Any
 
 from django import template
 
-from flows.selectors_gateway import chain_gateway_calls
+from flows.gateway import chain_gateway_calls
 
 register = template.Library()
 

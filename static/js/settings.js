@@ -2,7 +2,7 @@
 // X-Partial header; the server answers with the preview section alone (rendered and escaped by Django), which
 // replaces the old one in place: no navigation, no scroll jump. Fields that differ from their default are
 // marked as they change. Without JavaScript the Preview button does the same with a full page. Opening the
-// page already warms the server's caches for the picked chain (flows/services/preview_warm.py).
+// page already warms the server's caches for the picked chain (flows/pipeline/preview_warm.py).
 const DEBOUNCE_MS = 250;
 const form = document.getElementById("settings-form");
 const state = { timer: 0, seq: 0, controller: null, stats: { sent: 0, shown: 0, lastMs: 0 } };

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.test import AsyncClient
 from django.utils.module_loading import import_string
 
-from pentagi_web.static_files import StaticFilesMiddleware
+from pentagi_web.static_middleware import StaticFilesMiddleware
 
 
 def test_every_configured_middleware_is_async_capable() -> None:

@@ -33,7 +33,7 @@ SERVER_START_SECONDS = 60
 SETUP_CODE = """
 import json
 from django.contrib.auth import get_user_model
-from flows.services import api_token_create
+from flows.ingest import api_token_create
 users = get_user_model()
 alice = users.objects.create_user("alice", password={password!r})
 users.objects.create_user("mallory", password={password!r})
@@ -43,7 +43,7 @@ print("SETUP" + json.dumps({{"token": token}}))
 DEMO_FLOW_CODE = """
 import json
 from django.contrib.auth import get_user_model
-from flows.demo import demo_create
+from flows.demo.script import demo_create
 flow, chain = demo_create(owner=get_user_model().objects.get(username="alice"), title={title!r})
 print("SETUP" + json.dumps({{"flow": flow.pk, "chain": chain.pk}}))
 """

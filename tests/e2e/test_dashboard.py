@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from flows.demo import demo_turns, turn_batches
+from flows.demo.script import demo_turns
+from flows.ingest.replay import turn_batches
 from tests.e2e.conftest import ROOT, Server, screenshot, wait_for_js
 
 pytestmark = pytest.mark.browser

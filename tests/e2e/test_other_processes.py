@@ -18,7 +18,7 @@ pytestmark = pytest.mark.browser
 FLOW_CODE = """
 import json
 from django.contrib.auth import get_user_model
-from flows.services import agent_create, flow_create
+from flows.ingest import agent_create, flow_create
 flow = flow_create(owner=get_user_model().objects.get(username="alice"), title={title!r})
 chain = agent_create(flow=flow, agent_type="pentester").chains.get(is_active=True)
 print("SETUP" + json.dumps({{"chain": chain.pk}}))

@@ -1,4 +1,4 @@
-"""A scripted OpenAI-compatible HTTP server on 127.0.0.1 for the flows.llm tests (no real model).
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1 for the flows.pipeline.llm tests (no real model).
 
 Each POST takes the next scripted reply (or the default completion when the script is empty); every request
 body is kept so tests can check what was sent. Replies: `completion(...)`, `json_reply(status, body)`,
@@ -153,7 +153,7 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-# --- pieces of the fixtures of the flows.llm test modules ---
+# --- pieces of the fixtures of the flows.pipeline.llm test modules ---
 
 @contextmanager
 def running_endpoint() -> Iterator[FakeEndpoint]:
@@ -166,7 +166,7 @@ def running_endpoint() -> Iterator[FakeEndpoint]:
 
 def isolate_llm(monkeypatch: pytest.MonkeyPatch) -> None:
     """No env provider leaks in, no summary cached by an earlier test, back-off measured in milliseconds."""
-    from flows.llm import callables, client
+    from flows.pipeline.llm import callables, client
 
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_SERVER_URL", "LLM_SERVER_KEY", "LLM_SERVER_MODEL",
                  "LLM_SERVER_CONTEXT_TOKENS"):
@@ -184,7 +184,7 @@ def isolated_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def make_provider(url: str, *, name: str = "fake", model: str = "fake-model", default: bool = True, **fields: Any):
-    from flows.models import ProviderConfig
+    from flows.models.providers import ProviderConfig
 
     values = {"kind": "openai", "base_url": url, "api_key": "sk-test-secret-key-1234", "model": model,
               "is_default": default, "timeout_seconds": 5.0, "max_attempts": 3, "max_output_tokens": 64}

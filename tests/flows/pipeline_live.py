@@ -33,7 +33,7 @@ PROVISION = """
 import json, secrets
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.sessions.backends.db import SessionStore
-from flows.services import api_token_create
+from flows.ingest import api_token_create
 user = get_user_model().objects.create_user("pipeline", password=secrets.token_urlsafe(16))
 _, token = api_token_create(user=user, name="pipeline tests")
 session = SessionStore()

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models import ProviderConfig, SettingsChange
-from flows.settings_registry import SETTINGS_FIELDS, settings_for, settings_values
+from flows.config.registry import settings_for, settings_values
+from flows.core.settings_spec import SETTINGS_FIELDS
+from flows.models.providers import ProviderConfig
+from flows.models.settings import SettingsChange
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,9 @@ from unittest import mock
 import pytest
 from django.urls import get_resolver
 
-from flows.models import ApiToken, Flow
-from flows.services import api_token_create
+from flows.ingest.accounts import api_token_create
+from flows.models.chains import Flow
+from flows.models.providers import ApiToken
 from tests.app_fixtures import JsonClient
 
 pytestmark = pytest.mark.django_db
@@ -70,7 +71,7 @@ def test_unknown_api_paths_with_a_newline_are_a_json_404_not_an_html_page(api_cl
 
 
 def test_an_unexpected_failure_is_a_json_500_not_an_html_page(api_client):
-    with mock.patch("flows.api.views_flows.flows_visible_to", side_effect=RuntimeError("boom")):
+    with mock.patch("flows.api.views_flows.Flow.objects.visible_to", side_effect=RuntimeError("boom")):
         resp = api_client.get("/api/flows")
     assert resp.status_code == 500 and resp.json() == {"error": "internal_error", "detail": "unexpected server error"}
 

@@ -7,8 +7,8 @@ from unittest import mock
 import pytest
 from django.test import override_settings
 
-from flows.models import ChainView, Message, SummaryEvent
-from flows.services import MAX_BATCH_MESSAGES
+from flows.ingest.append import MAX_BATCH_MESSAGES
+from flows.models.chains import ChainView, Message, SummaryEvent
 from tests.app_fixtures import call
 
 pytestmark = pytest.mark.django_db
@@ -117,7 +117,7 @@ def test_malformed_bodies_get_a_json_4xx(api_client, make_chain, body, ctype, st
 
 def test_a_huge_message_is_a_413(api_client, make_chain):
     chain = make_chain()
-    with mock.patch("flows.services.history.MAX_MESSAGE_BYTES", 1000):
+    with mock.patch("flows.ingest.append.MAX_MESSAGE_BYTES", 1000):
         resp = post_messages(api_client, chain, [{"role": "user", "content": "x" * 2000}])
     assert resp.status_code == 413 and resp.json()["error"] == "message_too_large"
     assert not Message.objects.exists()
@@ -155,8 +155,8 @@ def test_unknown_chain_ids_are_a_404(api_client):
 def test_a_committed_batch_broadcasts_and_a_completed_turn_queues_summarization(
         api_client, make_chain, tool_round, django_capture_on_commit_callbacks):
     chain = make_chain()
-    with mock.patch("flows.services.history.broadcast") as sent, \
-            mock.patch("flows.tasks.summarize_chain_task.delay") as queued:
+    with mock.patch("flows.ingest.append.broadcast") as sent, \
+            mock.patch("flows.pipeline.tasks.summarize_chain_task.delay") as queued:
         with django_capture_on_commit_callbacks(execute=True):
             post_messages(api_client, chain, tool_round[:3])
         queued.assert_not_called()  # calls are pending: the turn is not over
@@ -194,7 +194,7 @@ def test_preview_validates_settings_and_passes_the_merged_values(api_client, mak
 
 
 def test_a_message_event_payload_stays_bounded_for_huge_batches(make_chain):
-    from flows.services.history import EVENT_MESSAGES_MAX_BYTES, _event_messages
+    from flows.ingest.append import EVENT_MESSAGES_MAX_BYTES, _event_messages
 
     chain = make_chain(messages=[{"role": "user", "content": "x" * 300_000},
                                  {"role": "assistant", "content": "y" * 300_000}])

@@ -5,9 +5,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from flows.models import Chain, Message, Outcome
-from flows.services import chain_append, chain_compact, chain_summarize, view_current
-from flows.services.compaction import drop_retried_user_messages
+from flows.ingest.append import chain_append
+from flows.models.chains import Chain, Message, Outcome
+from flows.pipeline.compaction import chain_compact, drop_retried_user_messages
+from flows.pipeline.runs import view_current
+from flows.pipeline.summarization import chain_summarize
 from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, turn, use_summarizer
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -145,7 +147,7 @@ def test_the_guard_compacts_before_the_next_turn_once_the_segment_is_big(make_ch
 @pytestmark_db
 def test_the_guard_needs_successor_segments(make_chain, monkeypatch):
     """Without truncate_after_compaction the guard is refused by validation and ignored if stored anyway."""
-    from flows.settings_registry import SettingsError, settings_validate
+    from flows.config.registry import SettingsError, settings_validate
 
     with pytest.raises(SettingsError):
         settings_validate({"max_active_transcript_bytes": 3000, "truncate_after_compaction": False})
@@ -172,7 +174,7 @@ def test_an_open_tool_round_follows_the_seed_into_the_successor(make_chain):
 
 @pytestmark_db
 def test_a_message_appended_during_the_compaction_is_not_lost_to_the_successor(make_chain, monkeypatch):
-    from flows.services import compaction
+    from flows.pipeline import compaction
 
     chain = _rotating_chain(make_chain)
     real_step, late = compaction._compact_step, turn(5)

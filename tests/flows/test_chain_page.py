@@ -6,8 +6,9 @@ import re
 import pytest
 from django.test import Client
 
-from flows.models import ChainView, LLMCall, ProviderConfig, SummaryEvent
-from flows.selectors_chain import EVENTS_SHOWN
+from flows.models.chains import ChainView, SummaryEvent
+from flows.models.providers import LLMCall, ProviderConfig
+from flows.pages.selectors import EVENTS_SHOWN
 from summarizer.formats import import_chain
 from tests.app_fixtures import call
 
@@ -155,8 +156,8 @@ def test_charts_carry_tooltips_seq_ticks_and_explain_the_token_limit(client_for,
 
 
 def test_a_model_call_keeps_its_prompt_and_answer_capped_masked_and_nul_free(qa_chain):
-    from flows.llm.client import Completion
-    from flows.llm.recording import PROMPT_TEXT_MAX_CHARS, record_call
+    from flows.pipeline.llm.client import Completion
+    from flows.pipeline.llm.recording import PROMPT_TEXT_MAX_CHARS, record_call
 
     provider = ProviderConfig.objects.create(name="lab", base_url="http://127.0.0.1:9/v1", api_key="sk-secret-123456")
     event = SummaryEvent.objects.create(chain=qa_chain, trigger="turn", outcome="ok")
@@ -188,7 +189,7 @@ def test_the_event_page_says_when_a_call_or_event_stored_no_texts(client_for, qa
 
 
 def test_between_two_versions_the_charted_view_grows_with_the_raw_chain():
-    from flows.views.charts import bytes_chart
+    from flows.pages.charts import bytes_chart
 
     prefix = [0, 100, 200, 300, 400, 500, 600]
     history = {"views": [{"raw_seq_to": 2, "byte_size": 50}, {"raw_seq_to": 6, "byte_size": 120}],

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from flows.demo import (
+from flows.demo.script import (
     DEMO_MODEL,
     DEMO_SETTINGS,
     DEMO_WINDOW_TOKENS,
@@ -19,10 +19,13 @@ from flows.demo import (
     demo_run,
     demo_turns,
     gateway_turns,
-    turn_batches,
 )
-from flows.demo_upstream import ScriptedUpstream
-from flows.models import ApiToken, Chain, Flow, GatewayCall, Message, ModelWindow, SettingsChange, SummaryEvent
+from flows.demo.upstream import ScriptedUpstream
+from flows.ingest.replay import turn_batches
+from flows.models.chains import Chain, Flow, Message, SummaryEvent
+from flows.models.gateway import GatewayCall
+from flows.models.providers import ApiToken, ModelWindow
+from flows.models.settings import SettingsChange
 from summarizer.messages import validate_messages
 
 IP = re.compile(r"\b(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})\b")
@@ -63,8 +66,7 @@ def test_turn_batches_keep_tool_results_with_their_call():
 
 @pytest.mark.django_db
 def test_demo_run_writes_the_campaign_through_the_service_and_asks_for_a_compaction(user, monkeypatch):
-    from flows import tasks
-
+    from flows.pipeline import tasks
     monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
     monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: None)
     flow, chain = demo_create(owner=user)
@@ -93,8 +95,7 @@ def _normal(message: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.django_db
 def test_the_demo_agents_model_calls_go_through_the_gateway(user, monkeypatch):
-    from flows import tasks
-
+    from flows.pipeline import tasks
     monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
     monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: None)
     flow, chain = demo_create(owner=user)
@@ -115,8 +116,8 @@ def test_the_demo_agents_model_calls_go_through_the_gateway(user, monkeypatch):
 
 @pytest.mark.django_db
 def test_a_demo_whose_first_gateway_call_is_refused_writes_directly(user, monkeypatch):
-    from flows import tasks
-    from flows.demo_agent import FirstCallFallback
+    from flows.demo.transport import FirstCallFallback
+    from flows.pipeline import tasks
 
     monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
     monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: None)
@@ -149,8 +150,7 @@ def test_the_scripted_model_answers_with_the_script_and_refuses_what_exceeds_its
 def test_demo_run_stops_when_asked(user, monkeypatch):
     import threading
 
-    from flows import tasks
-
+    from flows.pipeline import tasks
     monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
     flow, chain = demo_create(owner=user)
     stop = threading.Event()
@@ -169,8 +169,7 @@ def transcript(tmp_path, tool_round):
 
 @pytest.mark.django_db
 def test_replay_writes_the_transcript_and_resumes_without_duplicates(transcript, user, monkeypatch):
-    from flows import tasks
-
+    from flows.pipeline import tasks
     monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
     call_command("replay", str(transcript), speed=0, owner="alice", no_worker=True)
     chain = Chain.objects.get(agent__flow__title="Replay: run.json")
@@ -184,8 +183,7 @@ def test_replay_writes_the_transcript_and_resumes_without_duplicates(transcript,
 
 @pytest.mark.django_db
 def test_replay_refuses_a_different_transcript_under_the_same_title(transcript, user, tmp_path, monkeypatch):
-    from flows import tasks
-
+    from flows.pipeline import tasks
     monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
     call_command("replay", str(transcript), speed=0, owner="alice", no_worker=True)
     transcript.write_text(json.dumps([{"role": "user", "content": "something else"}]))
@@ -205,8 +203,8 @@ def test_replay_reports_unreadable_files_clearly(tmp_path, user):
 
 @pytest.mark.django_db
 def test_the_foreground_demo_without_a_server_writes_directly_and_leaves_no_provider(user, monkeypatch):
-    from flows import tasks
-    from flows.models import ProviderConfig
+    from flows.models.providers import ProviderConfig
+    from flows.pipeline import tasks
 
     monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
     monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: None)

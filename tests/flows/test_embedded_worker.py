@@ -13,7 +13,7 @@ from pathlib import Path
 
 from celery import Celery
 
-from flows.embedded_worker import start_embedded_worker
+from flows.pipeline.embedded_worker import start_embedded_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_SECONDS = 10.0
@@ -49,7 +49,8 @@ def slow_task_does_not_starve_fast_one() -> None:
 
 
 def test_a_slow_task_does_not_starve_the_tasks_queued_after_it() -> None:
-    script = ("from tests.flows.test_embedded_worker import slow_task_does_not_starve_fast_one as run; run(); "
+    script = ("import django; django.setup(); "  # the pipeline's door loads the models
+              "from tests.flows.test_embedded_worker import slow_task_does_not_starve_fast_one as run; run(); "
               "print('ok')")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]

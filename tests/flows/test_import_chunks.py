@@ -7,8 +7,10 @@ import time
 import pytest
 from django.db import connections
 
-from flows.models import Flow, Message
-from flows.services import chain_append, chain_import, history
+from flows.ingest import importing
+from flows.ingest.append import chain_append
+from flows.ingest.importing import chain_import
+from flows.models.chains import Flow, Message
 
 MESSAGES = 12_000
 
@@ -30,13 +32,13 @@ def test_an_append_elsewhere_is_not_blocked_by_a_running_import(user, make_chain
     other = make_chain(tool_round[:2])
     finished: dict[str, float] = {}
     measuring = threading.Event()
-    real_build_rows = history._build_rows
+    real_build_rows = importing.build_rows
 
     def build_rows(*args, **kwargs):
         measuring.set()  # the import has parsed and validated; rows are being measured (the slow part)
         return real_build_rows(*args, **kwargs)
 
-    monkeypatch.setattr(history, "_build_rows", build_rows)
+    monkeypatch.setattr(importing, "build_rows", build_rows)
 
     def run_import() -> None:
         try:
@@ -63,7 +65,7 @@ def test_an_append_elsewhere_is_not_blocked_by_a_running_import(user, make_chain
 
 @pytest.mark.django_db(transaction=True)
 def test_a_failure_between_chunks_leaves_nothing_behind(user, monkeypatch):
-    monkeypatch.setattr(history, "IMPORT_CHUNK_ROWS", 10)
+    monkeypatch.setattr(importing, "IMPORT_CHUNK_ROWS", 10)
     real_bulk_create, calls = Message.objects.bulk_create, []
 
     def failing_bulk_create(rows, *args, **kwargs):

@@ -7,9 +7,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test.client import MULTIPART_CONTENT
 
-from flows.models import Agent, Chain, Flow, Message
-from flows.selectors import chain_raw_messages
-from flows.services import chain_append, chain_import
+from flows.ingest.append import chain_append
+from flows.ingest.importing import chain_import
+from flows.models.chains import Agent, Chain, Flow, Message
 from summarizer.formats import FORMATS, FormatError, export_chain, import_chain
 from tests.conftest import corpus_params, load_corpus
 
@@ -48,7 +48,7 @@ def test_a_json_body_import_works_in_each_format(api_client, tool_round, fmt):
     resp = api_client.post("/api/import", {"format": fmt, "data": data, "title": "t"})
     assert resp.status_code == 201
     chain = Chain.objects.get(pk=resp.json()["chain_id"])
-    assert chain_raw_messages(chain=chain) == tool_round
+    assert chain.raw_messages() == tool_round
     assert chain.agent.flow.title == "t" and chain.tool_call_id_template == "call_{r:24:x}"
 
 

@@ -1,20 +1,16 @@
-"""flows.llm: choosing the backend, what is sent, caching, usage and cost rows, compaction model and fallbacks."""
+"""flows.pipeline.llm: choosing the backend, what is sent, caching, usage and cost rows, compaction model, fallbacks."""
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.llm import (
-    SUMMARY_SYSTEM_PROMPT,
-    LLMError,
-    SummaryFailed,
-    chat_callable_for,
-    plan_for,
-    summarize_callable_for,
-)
-from flows.models import LLMCall, SummaryEvent
-from flows.services import agent_create, flow_create
-from flows.settings_registry import settings_for
+from flows.config.registry import settings_for
+from flows.ingest.create import agent_create, flow_create
+from flows.models.chains import SummaryEvent
+from flows.models.providers import LLMCall
+from flows.pipeline.llm.callables import chat_callable_for, plan_for, summarize_callable_for
+from flows.pipeline.llm.errors import LLMError, SummaryFailed
+from flows.pipeline.llm.prompts import SUMMARY_SYSTEM_PROMPT
 from summarizer.extractive import make_extractive
 from summarizer.tokens import count_tokens
 
@@ -224,11 +220,12 @@ def test_an_error_that_echoes_the_api_key_is_stored_masked(fake_endpoint, flow):
 
 
 def test_the_public_surface_is_pinned():
-    import flows.llm
-    import flows.providers
+    import flows.config.endpoints
+    import flows.pipeline.llm
 
-    assert set(flows.llm.__all__) == {
+    assert set(flows.pipeline.llm.__all__) == {
         "summarize_callable_for", "chat_callable_for", "provider_from_env", "plan_for", "Plan", "Target", "PURPOSES",
         "clear_summary_caches", "complete", "Completion", "LLMError", "ProviderError", "RetryableProviderError",
         "ContextOverflowError", "SummaryFailed", "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT"}
-    assert {"provider_from_env", "provider_for", "discover_window", "model_window_for"} <= set(flows.providers.__all__)
+    assert {"provider_from_env", "provider_for", "discover_window", "model_window_for"} \
+        <= set(flows.config.endpoints.__all__)

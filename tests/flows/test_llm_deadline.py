@@ -9,12 +9,13 @@ from collections.abc import Iterator
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.llm import SummaryFailed, summarize_callable_for
-from flows.llm.client import complete, total_deadline_seconds
-from flows.llm.errors import RetryableProviderError
-from flows.models import LLMCall, Outcome, SummaryEvent
-from flows.services import flow_create
-from flows.tasks import compact_chain_task
+from flows.ingest.create import flow_create
+from flows.models.chains import Outcome, SummaryEvent
+from flows.models.providers import LLMCall
+from flows.pipeline.llm.callables import summarize_callable_for
+from flows.pipeline.llm.client import complete, total_deadline_seconds
+from flows.pipeline.llm.errors import RetryableProviderError, SummaryFailed
+from flows.pipeline.tasks import compact_chain_task
 
 from .llm_fakes import FakeEndpoint, completion, drip, isolate_llm, make_provider, running_endpoint
 from .pipeline_support import small_budgets

@@ -5,15 +5,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.llm import (
-    ContextOverflowError,
-    RetryableProviderError,
-    SummaryFailed,
-    chat_callable_for,
-    summarize_callable_for,
-)
-from flows.models import LLMCall
-from flows.services import flow_create
+from flows.ingest.create import flow_create
+from flows.models.providers import LLMCall
+from flows.pipeline.llm.callables import chat_callable_for, summarize_callable_for
+from flows.pipeline.llm.errors import ContextOverflowError, RetryableProviderError, SummaryFailed
 from summarizer.overflow import is_context_overflow_error, observed_token_count
 
 from .llm_fakes import (  # noqa: F401  (fixtures)
@@ -143,7 +138,10 @@ def test_chat_exhausting_its_attempts_raises_a_retryable_provider_error(flow):
                                    json_reply(400, {"error": {"message": LLAMA_CPP_OVERFLOW}})],
                          ids=["closed", "empty", "non-json", "no-choices", "overflow"])
 def test_a_failing_endpoint_gives_a_failed_event_and_loses_no_message(fake_endpoint, flow, reply):
-    from flows.services import agent_create, chain_append, chain_summarize, view_current
+    from flows.ingest.append import chain_append
+    from flows.ingest.create import agent_create
+    from flows.pipeline.runs import view_current
+    from flows.pipeline.summarization import chain_summarize
 
     make_provider(fake_endpoint.url, max_attempts=1)
     fake_endpoint.queue(*[reply] * 10)

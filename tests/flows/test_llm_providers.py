@@ -1,12 +1,11 @@
-"""flows.providers: the env provider, window discovery from GET /models, and window precedence."""
+"""flows.config.endpoints: the env provider, window discovery from GET /models, and window precedence."""
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows import providers
-from flows.models import ModelWindow, ProviderConfig
-from flows.providers import (
+from flows.config import endpoints as providers
+from flows.config.endpoints import (
     DEFAULT_OPENAI_BASE_URL,
     discover_window,
     model_window_for,
@@ -14,7 +13,8 @@ from flows.providers import (
     provider_from_env,
     split_model_ref,
 )
-from flows.services import flow_create
+from flows.ingest.create import flow_create
+from flows.models.providers import ModelWindow, ProviderConfig
 from summarizer.catalog import lookup_model
 
 from .llm_fakes import (

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models import MemoryNote, Outcome
-from flows.services import chain_compact
-from flows.services.memory import facts_in, memory_flush
+from flows.models.chains import MemoryNote, Outcome
+from flows.pipeline.compaction import chain_compact
+from flows.pipeline.memory import facts_in, memory_flush
 from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, use_summarizer
 
 pytestmark = pytest.mark.django_db

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from flows.models import AppendOnlyError, Chain, Message
-from flows.services import chain_append
+from flows.ingest.append import chain_append
+from flows.models.chains import AppendOnlyError, Chain, Message
 
 pytestmark = pytest.mark.django_db
 
@@ -63,7 +63,7 @@ def test_the_id_template_is_learned_from_the_first_calls(make_chain, tool_round)
 
 
 def test_an_archived_segment_refuses_appends_and_names_the_active_one(make_chain, tool_round):
-    from flows.services import AppendError
+    from flows.ingest.errors import AppendError
 
     old = make_chain(messages=tool_round)
     Chain.objects.filter(pk=old.pk).update(is_active=False)
@@ -84,7 +84,7 @@ def test_nul_characters_in_agent_text_are_stored_and_read_back_exactly(make_chai
 
 
 def test_an_over_long_tool_call_id_is_refused_before_the_database(make_chain):
-    from flows.services import AppendError
+    from flows.ingest.errors import AppendError
 
     chain = make_chain(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": None,
                                  "tool_calls": [{"id": "c" * 300, "type": "function",

@@ -6,9 +6,10 @@ import re
 import pytest
 from django.test import Client
 
-from flows.models import ChainView, ModelWindow, SummaryEvent
-from flows.selectors_pages import PAGE_SIZE_MESSAGES
-from flows.services import chain_append
+from flows.ingest.append import chain_append
+from flows.models.chains import ChainView, SummaryEvent
+from flows.models.providers import ModelWindow
+from flows.pages.selectors import PAGE_SIZE_MESSAGES
 from tests.app_fixtures import call
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +72,7 @@ def test_users_see_only_their_own_flows(client_for, make_flow, other_user, staff
 
 
 def test_another_users_chain_is_404_everywhere(make_chain, other_user, client_for, tool_round):
-    from flows.services import agent_create, flow_create
+    from flows.ingest.create import agent_create, flow_create
 
     flow = flow_create(owner=other_user, title="x")
     chain = agent_create(flow=flow, agent_type="pentester").chains.get()

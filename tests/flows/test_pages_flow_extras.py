@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models import LLMCall, MemoryNote, Outcome, SummaryEvent, Trigger
+from flows.models.chains import MemoryNote, Outcome, SummaryEvent, Trigger
+from flows.models.providers import LLMCall
 
 pytestmark = pytest.mark.django_db
 

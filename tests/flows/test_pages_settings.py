@@ -7,8 +7,10 @@ import re
 import pytest
 from django.test import Client
 
-from flows.models import SettingsChange, SummarizerSettings, SummaryEvent
-from flows.settings_registry import SETTINGS_FIELDS, settings_for
+from flows.config.registry import settings_for
+from flows.core.settings_spec import SETTINGS_FIELDS
+from flows.models.chains import SummaryEvent
+from flows.models.settings import SettingsChange, SummarizerSettings
 
 pytestmark = pytest.mark.django_db
 
@@ -99,7 +101,7 @@ def test_export_gives_an_env_file(csrf_client_for, make_flow):
 
 
 def test_another_users_flow_cannot_be_a_settings_scope(csrf_client_for, other_user):
-    from flows.services import flow_create
+    from flows.ingest.create import flow_create
 
     flow = flow_create(owner=other_user, title="theirs")
     assert csrf_client_for.get(f"/settings/?flow={flow.pk}").status_code == 404
@@ -107,8 +109,7 @@ def test_another_users_flow_cannot_be_a_settings_scope(csrf_client_for, other_us
 
 def test_compact_now_queues_a_manual_compaction_with_focus(csrf_client_for, make_chain, tool_round,
                                                          django_capture_on_commit_callbacks, monkeypatch):
-    from flows import tasks
-
+    from flows.pipeline import tasks
     queued = []
     monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: queued.append(a))
     chain = make_chain(tool_round)

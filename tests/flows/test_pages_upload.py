@@ -10,10 +10,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from flows.models import Chain, Flow, Message
-from flows.services import replay as replay_service
-from flows.services.replay import chain_replay, chain_replay_create
-from flows.views import upload as upload_view
+from flows.ingest import replay as replay_service
+from flows.ingest.replay import chain_replay, chain_replay_create
+from flows.models.chains import Chain, Flow, Message
+from flows.pages import upload as upload_view
 
 pytestmark = pytest.mark.django_db
 

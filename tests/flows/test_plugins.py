@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.plugins import ENTRY_POINT_GROUP
+from flows.config.compaction_plugins import ENTRY_POINT_GROUP
 from summarizer import register_compaction_provider, unregister_compaction_provider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent("""
     import django
 
     django.setup()  # the app's ready() loads the entry points
-    from flows.settings_registry import compaction_provider_choices, settings_warnings
+    from flows.config.registry import compaction_provider_choices, settings_warnings
     from summarizer import get_compaction_provider, registered_compaction_providers
 
     acme = get_compaction_provider("acme")

@@ -1,4 +1,4 @@
-"""flows.services.preview_cache: the preview's caches never change what a preview shows."""
+"""flows.pipeline.preview_cache: the preview's caches never change what a preview shows."""
 from __future__ import annotations
 
 import threading
@@ -6,10 +6,11 @@ import threading
 import pytest
 
 from flows.engine import count_tokens
-from flows.models import Chain, Message
-from flows.services import chain_append, preview_cache
-from flows.services.preview import chain_preview
-from flows.services.preview_cache import cached_summarizer, chain_data, preview_caches_clear
+from flows.ingest.append import chain_append
+from flows.models.chains import Chain, Message
+from flows.pipeline import preview_cache
+from flows.pipeline.preview import chain_preview
+from flows.pipeline.preview_cache import cached_summarizer, chain_data, preview_caches_clear
 from tests.app_fixtures import call
 
 pytestmark = pytest.mark.django_db

@@ -1,12 +1,13 @@
-"""flows.services.preview_warm: opening the settings page warms its first preview in a background thread of
+"""flows.pipeline.preview_warm: opening the settings page warms its first preview in a background thread of
 the serving process (committed rows: the thread reads them through its own connection)."""
 from __future__ import annotations
 
 import pytest
 
-from flows.services import preview_cache, preview_warm, preview_warm_wait
-from flows.services.preview_cache import preview_caches_clear
-from flows.settings_registry import settings_for, settings_values
+from flows.config.registry import settings_for, settings_values
+from flows.pipeline import preview_cache
+from flows.pipeline.preview_cache import preview_caches_clear
+from flows.pipeline.preview_warm import preview_warm, preview_warm_wait
 from tests.flows.test_pages_settings import form_values
 
 pytestmark = pytest.mark.django_db(transaction=True)

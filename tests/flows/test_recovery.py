@@ -11,15 +11,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from flows.models import CallStatus, GatewayCall, Outcome, ProviderConfig, SummaryEvent, Trigger
-from flows.services.recovery import (
+from flows.gateway.recovery import (
     CALL_DEADLINE_MARGIN_SECONDS,
     CALL_INTERRUPTED_REASON,
-    INTERRUPTED_REASON,
     calls_abandoned_after_seconds,
-    events_recover_interrupted,
     gateway_calls_close_interrupted,
 )
+from flows.models.chains import Outcome, SummaryEvent, Trigger
+from flows.models.gateway import CallStatus, GatewayCall
+from flows.models.providers import ProviderConfig
+from flows.pipeline.recovery import INTERRUPTED_REASON, events_recover_interrupted
 from tests.fakes import free_port
 from tests.flows.pipeline_live import PYTHON, REDIS_URL, Stack, redis_up, wait_http
 
@@ -78,7 +79,7 @@ def test_gateway_calls_left_running_are_closed_when_older_than_any_upstream_coul
 CRASHED_RUN = """
 import json
 from flows.models import Outcome, SummaryEvent, Trigger
-from flows.services import agent_create, chain_append, flow_create
+from flows.ingest import agent_create, chain_append, flow_create
 from django.contrib.auth import get_user_model
 owner = get_user_model().objects.create_user("restart")
 chain = agent_create(flow=flow_create(owner=owner, title="restart"), agent_type="pentester").chains.get()
@@ -125,7 +126,7 @@ import json
 from datetime import timedelta
 from django.utils import timezone
 from flows.models import Outcome, SummaryEvent, Trigger
-from flows.services import agent_create, flow_create
+from flows.ingest import agent_create, flow_create
 from django.contrib.auth import get_user_model
 owner = get_user_model().objects.create_user("worker-restart")
 chain = agent_create(flow=flow_create(owner=owner, title="restart"), agent_type="pentester").chains.get()

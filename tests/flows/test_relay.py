@@ -1,4 +1,4 @@
-"""flows.relay: the server publishes a per-start secret; other processes hand it events and tasks through
+"""flows.core.relay: the server publishes a per-start secret; other processes hand it events and tasks through
 `/internal/relay/`; chains written while no worker ran are found for the start-up catch-up."""
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.test import Client
 
-from flows import relay, selectors, tasks
-from flows.events import group_name
-from flows.models import ChainView
-from flows.relay import SECRET_HEADER, Relay
+from flows.core import relay
+from flows.core.events import group_name
+from flows.core.relay import SECRET_HEADER, Relay
+from flows.models.chains import ChainView
+from flows.pipeline import recovery, tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -116,7 +117,7 @@ def test_with_a_relay_installed_broadcasts_and_tasks_go_to_the_server(var_dir, m
     sent: list[dict[str, Any]] = []
     monkeypatch.setattr(Relay, "post", lambda self, body, timeout=0: sent.append(body) or {"ok": True})
     relay.relay_install(Relay(url="http://127.0.0.1:1", secret="s"))
-    from flows.events import broadcast
+    from flows.core.events import broadcast
 
     event = {"type": "compaction.started", "chain_id": 5, "event_id": 9, "trigger": "manual"}
     broadcast(5, event)  # type: ignore[arg-type]
@@ -143,5 +144,5 @@ def test_chains_behind_their_view_are_the_ones_with_uncovered_raw_messages(make_
     for chain, seen in ((covered, covered.last_seq), (behind, behind.last_seq - 1)):
         ChainView.objects.create(chain=chain, version=1, messages=[], lineage=[], raw_seq_to=seen)
         type(chain).objects.filter(pk=chain.pk).update(view_version=1)
-    assert selectors.chains_behind_their_view() == [fresh.pk, behind.pk]
-    assert empty.pk not in selectors.chains_behind_their_view()
+    assert recovery.chains_behind_their_view() == [fresh.pk, behind.pk]
+    assert empty.pk not in recovery.chains_behind_their_view()

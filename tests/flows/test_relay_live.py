@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from flows.demo import demo_turns
+from flows.demo.script import demo_turns
 from tests.e2e.conftest import ROOT, Server, _wait_until_up
 from tests.fakes import free_port
 
@@ -26,7 +26,7 @@ SETUP_CODE = """
 import json
 from django.contrib.auth import get_user_model
 from django.test import Client
-from flows.services import agent_create, flow_create
+from flows.ingest import agent_create, flow_create
 alice = get_user_model().objects.create_user("alice", password="live-relay-test-pw")
 flow = flow_create(owner=alice, title="Replay: campaign.json")
 chain = agent_create(flow=flow, agent_type="pentester").chains.get(is_active=True)

@@ -1,14 +1,11 @@
-"""flows.services.queue and flows.services.summarizers: the two seams between the services and the rest."""
+"""flows.core.queue and flows.pipeline.summarizers: the two seams between the pipeline and the rest."""
 from __future__ import annotations
 
 import pytest
 from celery import current_app
 from django.db import transaction
 
-from flows import tasks
-from flows.llm import summarize_callable_for
-from flows.services import set_summarizer_factory, use_summarizer_factory
-from flows.services.queue import (
+from flows.core.queue import (
     SUMMARIZE_CHAIN,
     TASK_NAMES,
     enqueue,
@@ -16,7 +13,9 @@ from flows.services.queue import (
     outbox_drain,
     publishing_in_background,
 )
-from flows.services.summarizers import summarizer_for
+from flows.pipeline import tasks
+from flows.pipeline.llm.callables import summarize_callable_for
+from flows.pipeline.summarizers import set_summarizer_factory, summarizer_for, use_summarizer_factory
 
 
 def test_every_queued_name_is_a_registered_task():

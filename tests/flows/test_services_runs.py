@@ -3,9 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models import ChainView, Message, ModelWindow, Outcome, SummaryEvent, ViewSection
-from flows.services import chain_append, chain_compact, chain_fit, chain_preview, chain_summarize, view_current
-from flows.services.runs import load_state, view_save
+from flows.ingest.append import chain_append
+from flows.models.chains import ChainView, Message, Outcome, SummaryEvent, ViewSection
+from flows.models.providers import ModelWindow
+from flows.pipeline.compaction import chain_compact
+from flows.pipeline.fitting import chain_fit
+from flows.pipeline.preview import chain_preview
+from flows.pipeline.runs import load_state, view_current, view_save
+from flows.pipeline.summarization import chain_summarize
 from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, turn, use_summarizer
 
 pytestmark = pytest.mark.django_db
@@ -175,7 +180,7 @@ def test_the_preview_saves_nothing_and_is_deterministic(make_chain):
 
 
 def test_the_preview_refuses_invalid_settings(make_chain, tool_round):
-    from flows.settings_registry import SettingsError
+    from flows.config.registry import SettingsError
 
     chain = make_chain(tool_round)
     with pytest.raises(SettingsError):
@@ -186,7 +191,7 @@ def test_the_preview_refuses_invalid_settings(make_chain, tool_round):
 
 def _record_broadcasts(monkeypatch) -> list[dict]:
     sent: list[dict] = []
-    monkeypatch.setattr("flows.services.runs.broadcast", lambda chain_id, event: sent.append(dict(event)))
+    monkeypatch.setattr("flows.pipeline.runs.broadcast", lambda chain_id, event: sent.append(dict(event)))
     return sent
 
 
@@ -271,7 +276,7 @@ def test_a_failed_compaction_keeps_the_view_and_says_why(make_chain, monkeypatch
 
 def test_hooks_get_counts_and_a_failing_hook_is_not_fatal(make_chain, monkeypatch,
                                                           django_capture_on_commit_callbacks):
-    from flows.signals import after_compaction, before_compaction
+    from flows.pipeline.hooks import after_compaction, before_compaction
 
     use_summarizer(PipelineSummarizer())
     seen: list[tuple[str, dict]] = []
@@ -346,7 +351,7 @@ def test_an_open_tool_round_stays_out_of_the_view_until_its_results_arrive(make_
     (["tool:a", "tool:b"], 2), (["call:a", "user"], 2), (["call:a", "assistant"], 2),
 ])
 def test_the_open_round_starts_at_an_assistant_whose_calls_are_not_all_answered(roles, expected):
-    from flows.services.runs import open_round_start
+    from flows.pipeline.runs import open_round_start
 
     def row(spec: str) -> Message:
         kind, _, ids = spec.partition(":")

@@ -3,20 +3,18 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models import SettingsChange, SummarizerSettings
-from flows.services import settings_import_env, settings_save, settings_update
-from flows.settings_registry import (
-    FIELDS_BY_NAME,
-    SETTINGS_FIELDS,
+from flows.config.env import parse_env_text, settings_env_export
+from flows.config.registry import (
     SettingsError,
     defaults_for,
-    parse_env_text,
-    settings_env_export,
     settings_for,
     settings_validate,
     settings_values,
     summarizer_config_for,
 )
+from flows.config.writes import settings_import_env, settings_save, settings_update
+from flows.core.settings_spec import FIELDS_BY_NAME, SETTINGS_FIELDS
+from flows.models.settings import SettingsChange, SummarizerSettings
 
 pytestmark = pytest.mark.django_db
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from django.core.validators import MaxValueValidator, MinValueValidator
 
-from flows.forms import SummarizerSettingsForm
-from flows.models import SummarizerSettings
-from flows.settings_registry import defaults_for, settings_for, summarizer_config_for
-from flows.settings_spec import PROFILES, SETTINGS_FIELDS
+from flows.config.registry import defaults_for, settings_for, summarizer_config_for
+from flows.core.settings_spec import PROFILES, SETTINGS_FIELDS
+from flows.models.settings import SummarizerSettings
+from flows.pages.forms import SummarizerSettingsForm
 from summarizer import SUMMARIZER_SETTINGS, SummarizerConfig
 from summarizer.config import ASSISTANT_ENV_PREFIX
 

@@ -3,8 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models import Flow, ModelWindow, SettingsChange, SummarizerSettings
-from flows.services import flow_set_status, model_window_ensure, settings_create, user_ensure
+from flows.config.windows import model_window_ensure
+from flows.config.writes import settings_create
+from flows.ingest.accounts import user_ensure
+from flows.ingest.create import flow_set_status
+from flows.models.chains import Flow
+from flows.models.providers import ModelWindow
+from flows.models.settings import SettingsChange, SummarizerSettings
 
 pytestmark = pytest.mark.django_db
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from flows import tasks
-from flows.models import ChainView, Outcome, SummaryEvent
-from flows.services import chain_request_compaction
+from flows.models.chains import ChainView, Outcome, SummaryEvent
+from flows.pipeline import tasks
+from flows.pipeline.compaction import chain_request_compaction
 from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, use_summarizer
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ def test_a_redelivered_compaction_task_finishes_its_event_once(make_chain, monke
 
 def test_the_fit_task_calls_the_fit_service(make_chain, tool_round, monkeypatch):
     seen = []
-    monkeypatch.setattr("flows.tasks.chain_fit", lambda **kw: seen.append(kw))
+    monkeypatch.setattr("flows.pipeline.tasks.chain_fit", lambda **kw: seen.append(kw))
     chain = make_chain(tool_round)
     assert tasks.fit_chain_task.apply(args=[chain.pk]).get() is None
     assert seen == [{"chain_id": chain.pk, "trigger": "window"}]

@@ -23,7 +23,7 @@ APPEND = """
 import sys
 sys.path.insert(0, ".")
 from django.contrib.auth import get_user_model
-from flows.services import agent_create, chain_append, flow_create
+from flows.ingest import agent_create, chain_append, flow_create
 from tests.flows.pipeline_support import turn
 owner = get_user_model().objects.create_user("crash")
 chain = agent_create(flow=flow_create(owner=owner, title="crash"), agent_type="pentester").chains.get()

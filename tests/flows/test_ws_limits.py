@@ -7,7 +7,7 @@ import pytest_asyncio
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from flows import ws_limits
+from flows.live import limits as ws_limits
 from tests.flows.test_consumers import _communicator, _make_chain, _session_cookie
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]

@@ -61,7 +61,7 @@ def test_observe_forwards_the_body_byte_for_byte(gateway: Gateway) -> None:
     with urllib.request.urlopen(request, timeout=30) as response:
         assert response.status == 200
         assert response.headers["X-Chain-Id"] and response.headers["X-Flow-Id"]
-        # /v1/ runs without the page middleware under ASGI (pentagi_web/asgi_gateway.py): its own headers
+        # /v1/ runs without the page middleware under ASGI (flows/gateway/asgi.py): its own headers
         assert response.headers["X-Content-Type-Options"] == "nosniff"
         assert response.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
         assert "Set-Cookie" not in response.headers

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from django.test import Client, override_settings
 
-from flows.models import ApiToken, Chain
+from flows.models.chains import Chain
+from flows.models.providers import ApiToken
 
 pytestmark = pytest.mark.django_db
 

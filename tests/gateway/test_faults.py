@@ -180,7 +180,7 @@ def test_another_users_chain_is_a_404(gateway: Gateway) -> None:
     raw = _client(gateway).chat.completions.with_raw_response.create(model=MODEL, messages=_messages("mine"),
                                                                      tools=TOOLS)
     mine = raw.headers["X-Chain-Id"]
-    out = gateway.shell("from django.contrib.auth.models import User\nfrom flows.services import api_token_create\n"
+    out = gateway.shell("from django.contrib.auth.models import User\nfrom flows.ingest import api_token_create\n"
                         "u, _ = User.objects.get_or_create(username='intruder')\n"
                         "print('TOKEN', api_token_create(user=u)[1])")
     other = next(x for x in out.splitlines() if x.startswith("TOKEN "))[6:]

@@ -6,9 +6,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from flows.models import GatewayMode
-from flows.services.gateway import gateway_answer_append, gateway_thread
-from flows.services.gateway_calls import SentMessages, gateway_call_finish, gateway_call_start
+from flows.gateway.fit import SentMessages
+from flows.gateway.records import gateway_call_finish, gateway_call_start
+from flows.gateway.threads import gateway_answer_append, gateway_thread
+from flows.models.gateway import GatewayMode
 
 pytestmark = pytest.mark.django_db
 
@@ -54,7 +55,7 @@ def test_a_calls_page_shows_sent_beside_raw_and_the_answer(user: Any) -> None:
 
 def test_a_reference_call_rebuilds_the_sent_messages_from_the_raw_chain(user: Any) -> None:
     call = _call(user)
-    from flows.selectors_gateway import call_sent_messages
+    from flows.gateway.reads import call_sent_messages
 
     assert [m["content"] for m in call_sent_messages(call)] == ["sys", HOSTILE]
 

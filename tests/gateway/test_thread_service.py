@@ -5,10 +5,10 @@ from typing import Any
 
 import pytest
 
-from flows.models import Chain, Message, Outcome, SummaryEvent
-from flows.services import chain_compact
-from flows.services.gateway import ChainNotFound, gateway_answer_append, gateway_thread
-from flows.services.history import AppendError
+from flows.gateway.threads import ChainNotFound, gateway_answer_append, gateway_thread
+from flows.ingest.errors import AppendError
+from flows.models.chains import Chain, Message, Outcome, SummaryEvent
+from flows.pipeline.compaction import chain_compact
 from tests.flows.pipeline_support import PipelineSummarizer, small_budgets, turn, use_summarizer
 
 pytestmark = pytest.mark.django_db
@@ -74,7 +74,7 @@ def test_other_users_identical_histories_never_share_a_chain(user: Any, django_u
 
 
 def test_a_pinned_empty_chain_takes_the_whole_request(user: Any) -> None:
-    from flows.services.history import agent_create, flow_create
+    from flows.ingest.create import agent_create, flow_create
 
     agent = agent_create(flow=flow_create(owner=user, title="made by the API"), agent_type="pentester")
     empty = agent.chains.get(is_active=True)
@@ -84,7 +84,7 @@ def test_a_pinned_empty_chain_takes_the_whole_request(user: Any) -> None:
 
 
 def test_an_empty_chain_is_not_matched_unless_pinned(user: Any) -> None:
-    from flows.services.history import agent_create, flow_create
+    from flows.ingest.create import agent_create, flow_create
 
     agent = agent_create(flow=flow_create(owner=user, title="made by the API"), agent_type="pentester")
     assert gateway_thread(user=user, messages=BASE).chain.agent_id != agent.pk

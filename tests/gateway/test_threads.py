@@ -6,7 +6,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flows.services.gateway_threads import (
+from flows.gateway.prefixes import (
     HistoryMemo,
     best_match,
     extend_hash,

@@ -6,10 +6,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from flows.gateway import routing
-from flows.gateway.routing import authenticate_bearer
+from flows.gateway.admission import authenticate_bearer
 from flows.gateway.wire import GatewayError
-from flows.models import ApiToken
+from flows.ingest import auth
+from flows.models.providers import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the copy is only used outside transactions
 
@@ -45,6 +45,6 @@ def test_a_token_removed_by_another_process_is_refused_once_the_copy_is_too_old(
     with connection.cursor() as cursor:  # no signal in this process, as for another process's delete
         cursor.execute(f"DELETE FROM {ApiToken._meta.db_table} WHERE id = %s", [token.pk])
     assert _auth(raw).pk == user.pk  # within TOKEN_CACHE_SECONDS
-    monkeypatch.setattr(routing, "TOKEN_CACHE_SECONDS", 0.0)
+    monkeypatch.setattr(auth, "TOKEN_CACHE_SECONDS", 0.0)
     assert _refused(raw)
     assert _refused("pgw_never_issued")

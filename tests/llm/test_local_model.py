@@ -9,9 +9,14 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.llm import ContextOverflowError, SummaryFailed, chat_callable_for, summarize_callable_for
-from flows.models import LLMCall, Outcome, ProviderConfig
-from flows.services import agent_create, chain_append, chain_summarize, flow_create, view_current
+from flows.ingest.append import chain_append
+from flows.ingest.create import agent_create, flow_create
+from flows.models.chains import Outcome
+from flows.models.providers import LLMCall, ProviderConfig
+from flows.pipeline.llm.callables import chat_callable_for, summarize_callable_for
+from flows.pipeline.llm.errors import ContextOverflowError, SummaryFailed
+from flows.pipeline.runs import view_current
+from flows.pipeline.summarization import chain_summarize
 from summarizer.compact import overflow_compactor
 from summarizer.extractive import make_extractive
 from summarizer.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count

@@ -3,21 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.models import (
-    Agent,
-    ApiToken,
-    Chain,
-    ChainView,
-    Flow,
-    LLMCall,
-    MemoryNote,
-    Message,
-    ProviderConfig,
-    SettingsChange,
-    SummarizerSettings,
-    SummaryEvent,
-    ViewSection,
-)
+from flows.models.chains import Agent, Chain, ChainView, Flow, MemoryNote, Message, SummaryEvent, ViewSection
+from flows.models.providers import ApiToken, LLMCall, ProviderConfig
+from flows.models.settings import SettingsChange, SummarizerSettings
 
 __all__ = ["row_counts", "assert_client_error", "assert_chain_intact", "MODELS_WRITTEN_BY_REQUESTS"]
 
@@ -28,7 +16,7 @@ MODELS_WRITTEN_BY_REQUESTS = (Flow, Agent, Chain, Message, ChainView, ViewSectio
 def row_counts() -> dict[str, int]:
     """Rows per table a request could write to; equal before and after means nothing was written.
 
-    The two profile-default settings rows are created on first read (flows.settings_registry.settings_for), so
+    The two profile-default settings rows are created on first read (flows.config.registry.settings_for), so
     only per-flow settings rows count; changes to the defaults show up as SettingsChange rows."""
     counts = {model.__name__: model.objects.count() for model in MODELS_WRITTEN_BY_REQUESTS}
     counts["SummarizerSettings"] = SummarizerSettings.objects.filter(flow__isnull=False).count()

@@ -98,7 +98,7 @@ def test_generated_transcripts_import_whole_or_not_at_all(api_client, text, fmt)
     response = api_client.post("/api/import", {"data": text, **({"format": fmt} if fmt else {})})
     _check(response, before)
     if response.status_code == 201:
-        from flows.models import Chain
+        from flows.models.chains import Chain
 
         chain = Chain.objects.get(pk=response.json()["chain_id"])
         assert chain.last_seq == response.json()["messages"] > 0

@@ -9,8 +9,9 @@ from collections import defaultdict
 import pytest
 from django.db import connections
 
-from flows.models import Message
-from flows.services import AppendError, chain_append
+from flows.ingest.append import chain_append
+from flows.ingest.errors import AppendError
+from flows.models.chains import Message
 from tests.reliability.invariants import assert_chain_intact
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,7 +26,7 @@ def _batch(writer: int, n: int) -> list[dict]:
 
 
 def _writer(chain_id: int, writer: int, start: threading.Barrier, errors: list[BaseException]) -> None:
-    from flows.models import Chain
+    from flows.models.chains import Chain
 
     try:
         chain = Chain.objects.get(pk=chain_id)
@@ -39,7 +40,7 @@ def _writer(chain_id: int, writer: int, start: threading.Barrier, errors: list[B
 
 
 def test_concurrent_appenders_lose_nothing_and_keep_seq_contiguous(make_chain, monkeypatch):
-    monkeypatch.setattr("flows.services.history._after_append", lambda *a, **k: None)  # no worker needed here
+    monkeypatch.setattr("flows.ingest.append.after_append", lambda *a, **k: None)  # no worker needed here
     chain = make_chain([{"role": "system", "content": "You are a pentester."}])
     start, errors = threading.Barrier(WRITERS), []
     threads = [threading.Thread(target=_writer, args=(chain.pk, w, start, errors)) for w in range(WRITERS)]
@@ -59,13 +60,13 @@ def test_concurrent_appenders_lose_nothing_and_keep_seq_contiguous(make_chain, m
 
 
 def test_a_refused_batch_between_concurrent_good_ones_leaves_no_trace(make_chain, monkeypatch):
-    monkeypatch.setattr("flows.services.history._after_append", lambda *a, **k: None)
+    monkeypatch.setattr("flows.ingest.append.after_append", lambda *a, **k: None)
     chain = make_chain([{"role": "system", "content": "s"}])
     start, errors = threading.Barrier(3), []
     refused: list[AppendError] = []
 
     def bad() -> None:
-        from flows.models import Chain
+        from flows.models.chains import Chain
 
         try:
             target = Chain.objects.get(pk=chain.pk)

@@ -12,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.models import ChainView, Message, Outcome, SummaryEvent
-from flows.services import chain_summarize, set_summarizer_factory, summarization
+from flows.models.chains import ChainView, Message, Outcome, SummaryEvent
+from flows.pipeline import summarization
+from flows.pipeline.summarization import chain_summarize
+from flows.pipeline.summarizers import set_summarizer_factory
 from tests.fakes import FakeSummarizer
 from tests.flows.pipeline_support import PipelineSummarizer, small_budgets, turn
 from tests.reliability.invariants import assert_chain_intact
@@ -75,13 +77,13 @@ def _assert_view_partitions_raw(chain) -> None:
 @SCHEDULES
 @given(schedule=st.lists(st.sampled_from(OUTCOMES), min_size=1, max_size=7))
 def test_no_fault_schedule_loses_or_duplicates_a_message(make_chain, monkeypatch, schedule):
-    monkeypatch.setattr("flows.services.history._after_append", lambda *a, **k: None)  # runs are driven here
+    monkeypatch.setattr("flows.ingest.append.after_append", lambda *a, **k: None)  # runs are driven here
     chain = make_chain([{"role": "system", "content": "You are a careful pentester."}])
     small_budgets(chain)
     appended = [{"role": "system", "content": "You are a careful pentester."}]
     for index, outcome in enumerate(schedule):
         batch = turn(index, output_bytes=900)
-        from flows.services import chain_append
+        from flows.ingest.append import chain_append
 
         chain_append(chain=chain, messages=batch)
         appended += batch
@@ -99,10 +101,10 @@ def test_no_fault_schedule_loses_or_duplicates_a_message(make_chain, monkeypatch
 
 
 def test_a_failing_model_still_shows_the_model_every_new_message(make_chain, monkeypatch):
-    monkeypatch.setattr("flows.services.history._after_append", lambda *a, **k: None)
+    monkeypatch.setattr("flows.ingest.append.after_append", lambda *a, **k: None)
     chain = make_chain([{"role": "system", "content": "s"}, *turn(0)])
     small_budgets(chain)
-    from flows.services import chain_append
+    from flows.ingest.append import chain_append
 
     for i in range(1, 6):
         chain_append(chain=chain, messages=turn(i))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from flows.services import api_token_create
+from flows.ingest import api_token_create
 
 
 class Command(BaseCommand):

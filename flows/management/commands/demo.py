@@ -5,7 +5,7 @@ With a `manage.py run` serving on this machine the agent's model calls go throug
 process (removed when it ends); without one the messages are written directly.
 
 Views are computed by whatever worker is running: with REDIS_URL set, `manage.py run` or `celery -A
-pentagi_web worker`; without it, a running `manage.py run` on this machine (flows.relay: its worker and its
+pentagi_web worker`; without it, a running `manage.py run` on this machine (flows.core.relay: its worker and its
 browsers get everything live), else a worker this command embeds so summaries still happen.
 """
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from flows.demo import DEMO_MAX_CAMPAIGNS, demo_create, demo_run, gateway_turns
-from flows.demo_agent import ModelTurns
+from flows.config import provider_endpoint_remove
+from flows.demo import DEMO_MAX_CAMPAIGNS, ModelTurns, demo_create, demo_run, gateway_turns
+from flows.ingest import user_ensure
 from flows.management.background import Background, background_start
 from flows.models import Chain
-from flows.services import provider_endpoint_remove, user_ensure
 
 
 def owner_for(command: BaseCommand, username: str):

@@ -8,7 +8,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from flows.engine import FORMATS, export_chain
 from flows.models import Chain
-from flows.selectors import chain_raw_messages
 
 
 class Command(BaseCommand):
@@ -23,7 +22,7 @@ class Command(BaseCommand):
         chain = Chain.objects.filter(pk=opts["chain_id"]).first()
         if chain is None:
             raise CommandError(f"no chain {opts['chain_id']}")
-        data = export_chain(chain_raw_messages(chain=chain), opts["format"])
+        data = export_chain(chain.raw_messages(), opts["format"])
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, indent=1) + "\n"
         if opts["output"] is None:
             self.stdout.write(text, ending="")

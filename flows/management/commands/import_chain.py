@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from flows.engine import FORMATS, FormatError
+from flows.ingest import AppendError, chain_import
 from flows.management.background import background_start
-from flows.services import AppendError, chain_import
 
 
 class Command(BaseCommand):

@@ -10,8 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from flows.services import settings_import_env
-from flows.settings_env import parse_env_text
+from flows.config import parse_env_text, settings_import_env
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """`manage.py replay FILE [--speed X] [--owner USER]`: replay a transcript live, turn by turn.
 
 Any format `summarizer.formats.import_chain` reads works (OpenAI JSON, PentAGI msgchain, OpenClaw JSONL).
-A running `manage.py run` gets every event and summarization live (flows.relay); without one, a worker
+A running `manage.py run` gets every event and summarization live (flows.core.relay); without one, a worker
 embedded here summarizes. Restarting the same replay resumes it: the flow is found by title and owner, and
 messages already stored (by seq) are skipped, after checking the stored ones are the file's own.
 """
@@ -14,13 +14,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from flows.demo import turn_batches
 from flows.engine import FormatError, import_chain
+from flows.ingest import AppendError, agent_create, chain_append, flow_create, turn_batches
 from flows.management.background import background_start
+from flows.management.commands.demo import owner_for
 from flows.models import Chain, Flow, Message
-from flows.services import AppendError, agent_create, chain_append, flow_create
-
-from .demo import owner_for
 
 TURN_SECONDS = 1.0  # pause between batches at speed 1
 

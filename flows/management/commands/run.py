@@ -2,7 +2,7 @@
 
 Without REDIS_URL everything shares this process: the memory broker feeds a worker thread and the
 in-memory channel layer carries its events to the browsers Daphne serves. Other processes on this machine
-(`replay`, `import_chain`, `demo`) reach both through `/internal/relay/` (flows.relay), and chains written while
+(`replay`, `import_chain`, `demo`) reach both through `/internal/relay/` (flows.core.relay), and chains written while
 no server ran get their summarization queued at start. With REDIS_URL set, workers are
 separate processes (`celery -A pentagi_web worker`), unless `--embedded-worker` asks for one in here too.
 """
@@ -16,17 +16,11 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from flows import selectors
+from flows.core import SUMMARIZE_CHAIN, enqueue, local_url, server_publish, server_unpublish
 from flows.demo import demo_start
-from flows.relay import local_url, server_publish, server_unpublish
-from flows.services import user_ensure
-from flows.services.queue import SUMMARIZE_CHAIN, enqueue
-from flows.services.recovery import (
-    abandoned_after_seconds,
-    calls_abandoned_after_seconds,
-    events_recover_interrupted,
-    gateway_calls_close_interrupted,
-)
+from flows.gateway import calls_abandoned_after_seconds, gateway_calls_close_interrupted
+from flows.ingest import user_ensure
+from flows.pipeline import abandoned_after_seconds, chains_behind_their_view, events_recover_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +64,7 @@ class Command(BaseCommand):
 
     def _catch_up(self) -> None:
         """Summarize what was written while no worker ran (an import or replay without a server)."""
-        behind = selectors.chains_behind_their_view()
+        behind = chains_behind_their_view()
         for chain_id in behind:
             enqueue(SUMMARIZE_CHAIN, chain_id)
         if behind:
@@ -92,7 +86,7 @@ class Command(BaseCommand):
             self.stdout.write(f"REDIS_URL is set: start workers separately with `{CELERY_COMMAND}` "
                               "(or pass --embedded-worker)")
             return None
-        from flows.embedded_worker import start_embedded_worker
+        from flows.pipeline import start_embedded_worker
 
         worker = start_embedded_worker()
         self.stdout.write(f"Celery worker running in-process (broker {_redacted(settings.CELERY_BROKER_URL)})")
@@ -135,7 +129,7 @@ def _serve(*, host: str, port: int) -> None:
     from daphne.endpoints import build_endpoint_description_strings
     from daphne.server import Server, twisted_loop
 
-    from flows.events import bind_event_loop
+    from flows.core import bind_event_loop
     from pentagi_web.asgi import application
 
     bind_event_loop(twisted_loop)  # worker-thread broadcasts must reach the in-memory layer on this loop

@@ -1,0 +1,290 @@
+"""Model endpoints: provider configuration from the environment and the database, and model windows.
+
+Environment variables are *initial values*: the first use creates (later uses update) one ProviderConfig row
+named "env"; prices, timeouts and other fields the environment does not set stay admin-editable. A model's
+context window comes from, in order: an admin (or env) override row, a window discovered from the endpoint's
+`GET /models`, the built-in catalog; unknown stays None (the window step is then skipped).
+
+The raw API key never leaves this module except inside the openai client: logs and errors use
+`ProviderConfig.masked_key` or nothing at all.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import openai
+from django.db import IntegrityError, transaction
+from django.db.models.signals import post_delete, post_save
+
+from flows.engine import ModelInfo, lookup_model, window_from_models_payload
+from flows.models import Flow, ModelWindow, ProviderConfig, ProviderKind
+
+__all__ = [
+    "ENV_PROVIDER_NAME", "DEFAULT_OPENAI_BASE_URL", "DEFAULT_OPENAI_MODEL", "DISCOVERY_TIMEOUT_SECONDS",
+    "provider_from_env", "provider_for", "openai_client_for", "discover_window", "model_window_for",
+    "split_model_ref", "providers_changed", "PROVIDER_CACHE_SECONDS",
+]
+
+logger = logging.getLogger(__name__)
+
+ENV_PROVIDER_NAME = "env"
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+DISCOVERY_TIMEOUT_SECONDS = 10.0
+# ModelWindow.source values; every source except "discovered" is an operator's override.
+SOURCE_DISCOVERED = "discovered"
+SOURCE_ENV = "env"
+
+
+def _env_values(env: Mapping[str, str]) -> dict[str, str] | None:
+    """ProviderConfig fields the environment sets, or None when it names no endpoint at all."""
+    server_url = env.get("LLM_SERVER_URL", "").strip()
+    openai_key = env.get("OPENAI_API_KEY", "").strip()
+    if not server_url and not openai_key:
+        return None
+    if server_url:
+        values = {"base_url": server_url, "api_key": env.get("LLM_SERVER_KEY", "").strip() or openai_key}
+    else:
+        values = {"base_url": env.get("OPENAI_BASE_URL", "").strip() or DEFAULT_OPENAI_BASE_URL,
+                  "api_key": openai_key}
+    model = env.get("LLM_SERVER_MODEL", "").strip()
+    if model:
+        values["model"] = model
+    return values
+
+
+def provider_from_env(environ: Mapping[str, str] | None = None) -> ProviderConfig | None:
+    """Create or update the "env" provider from OPENAI_* / LLM_SERVER_* variables; None when none is set.
+
+    It becomes the default provider when no other provider is the default. LLM_SERVER_CONTEXT_TOKENS
+    (llama.cpp and Ollama do not report their window) records the model's window unless an admin row exists.
+    """
+    env = os.environ if environ is None else environ
+    values = _env_values(env)
+    if values is None:
+        provider = None
+    else:
+        try:
+            provider = _save_env_provider(values)
+        except IntegrityError:  # another process created it (or took the default) at the same moment
+            provider = _save_env_provider(values)
+        _save_env_window(provider.model, env.get("LLM_SERVER_CONTEXT_TOKENS", ""))
+    if environ is None:
+        global _synced_env
+        _synced_env = _env_key(env)
+    return provider
+
+
+# The process environment as last synced into the "env" row: model calls (every gateway request) skip the
+# sync's transaction while the variables are unchanged and a default provider exists.
+_synced_env: tuple[Any, ...] | None = None
+
+
+def _env_key(env: Mapping[str, str]) -> tuple[Any, ...]:
+    values = _env_values(env)
+    return (tuple(sorted(values.items())) if values else None, env.get("LLM_SERVER_CONTEXT_TOKENS", ""))
+
+
+def _save_env_provider(values: dict[str, str]) -> ProviderConfig:
+    with transaction.atomic():
+        provider = ProviderConfig.objects.select_for_update().filter(name=ENV_PROVIDER_NAME).first()
+        if provider is None:
+            provider = ProviderConfig(name=ENV_PROVIDER_NAME, model=DEFAULT_OPENAI_MODEL)
+        changed = provider.pk is None or provider.kind != ProviderKind.OPENAI
+        provider.kind = ProviderKind.OPENAI
+        for field, value in values.items():
+            if getattr(provider, field) != value:
+                setattr(provider, field, value)
+                changed = True
+        if not provider.is_default and not ProviderConfig.objects.filter(is_default=True).exists():
+            provider.is_default = True
+            changed = True
+        if changed:
+            provider.save()
+    return provider
+
+
+def _save_env_window(model: str, raw_tokens: str) -> None:
+    try:
+        tokens = int(raw_tokens.strip() or 0)
+    except ValueError:
+        logger.warning("LLM_SERVER_CONTEXT_TOKENS=%r is not a number: ignored", raw_tokens)
+        return
+    if tokens <= 0 or not model:
+        return
+    row = ModelWindow.objects.filter(model=model).first()
+    if row is not None and row.source not in (SOURCE_ENV, SOURCE_DISCOVERED):
+        return  # an admin override wins over the environment
+    ModelWindow.objects.update_or_create(model=model, defaults={"context_window": tokens, "source": SOURCE_ENV})
+
+
+# Providers as last read, for lookups outside transactions (every gateway call makes one): the table is tiny
+# and rarely edited. A save or delete in this process drops the copy; another process's edit (another server,
+# a `manage.py` command) is seen within PROVIDER_CACHE_SECONDS. Inside a transaction the table is read, so a
+# write that is rolled back (a test's, say) never lingers here.
+PROVIDER_CACHE_SECONDS = 2.0
+_cache_lock = threading.Lock()
+_cached: tuple[float, list[ProviderConfig]] | None = None
+
+
+def providers_changed(**_: Any) -> None:
+    """Drop the cached providers (post_save / post_delete receiver of ProviderConfig): now, and again when
+    the transaction commits (another thread may read the old rows back meanwhile)."""
+    _drop_cache()
+    transaction.on_commit(_drop_cache)
+
+
+def _drop_cache() -> None:
+    global _cached
+    with _cache_lock:
+        _cached = None
+
+
+# The copy exists once this module is loaded, so this module is where edits are watched for.
+post_save.connect(providers_changed, sender=ProviderConfig, dispatch_uid="providers_changed_save")
+post_delete.connect(providers_changed, sender=ProviderConfig, dispatch_uid="providers_changed_delete")
+
+
+def _find(**match: Any) -> ProviderConfig | None:
+    """The first provider (by pk) whose fields equal `match`, from the cache where it may be used."""
+    if transaction.get_connection().in_atomic_block:
+        return ProviderConfig.objects.filter(**match).order_by("pk").first()
+    with _cache_lock:
+        cached = _cached
+    found = None
+    if cached is not None and time.monotonic() - cached[0] <= PROVIDER_CACHE_SECONDS:
+        found = _first(cached[1], match)
+    if found is None:  # not cached, too old, or not there: maybe created since (by another process)
+        found = _first(_reload(), match)
+    return None if found is None else copy.copy(found)  # callers may change their copy; the cache stays as read
+
+
+def _first(rows: list[ProviderConfig], match: dict[str, Any]) -> ProviderConfig | None:
+    return next((row for row in rows if all(getattr(row, key) == value for key, value in match.items())), None)
+
+
+def _reload() -> list[ProviderConfig]:
+    global _cached
+    rows = list(ProviderConfig.objects.order_by("pk"))
+    with _cache_lock:
+        _cached = (time.monotonic(), rows)
+    return rows
+
+
+def provider_for(*, flow: Flow | None = None, name: str | None = None) -> ProviderConfig | None:
+    """The provider to use: a named one, else the flow's own, else the default (after syncing the env)."""
+    if name:
+        return _find(name=name)
+    if flow is not None and flow.provider_id:
+        return _find(pk=flow.provider_id)
+    if _synced_env == _env_key(os.environ):
+        default = _find(is_default=True)
+        if default is not None:
+            return default
+    provider_from_env()
+    return _find(is_default=True)
+
+
+def split_model_ref(ref: str) -> tuple[ProviderConfig | None, str]:
+    """"provider/model" where provider names a ProviderConfig, else the whole text is a model id.
+
+    Model ids may themselves contain slashes (OpenRouter's "meta-llama/llama-3-8b"), so only a prefix that is
+    a configured provider's name is taken as one.
+    """
+    ref = ref.strip()
+    head, sep, tail = ref.partition("/")
+    if sep and tail:
+        provider = _find(name=head)
+        if provider is not None:
+            return provider, tail.strip()
+    return None, ref
+
+
+def openai_client_for(provider: ProviderConfig, *, timeout_seconds: float | None = None,
+                      transport: Any = None) -> openai.OpenAI:
+    """An openai client for the endpoint; retries are ours (flows.pipeline.llm), so the client's own are off.
+
+    `transport` (an httpx2 transport, e.g. flows.pipeline.llm.deadline.DeadlineTransport) carries the requests."""
+    timeout = provider.timeout_seconds if timeout_seconds is None else timeout_seconds
+    http_client = openai.DefaultHttpxClient(transport=transport) if transport is not None else None
+    # Local servers (llama.cpp, vLLM, Ollama) accept any key, but the client refuses an empty one.
+    return openai.OpenAI(base_url=provider.base_url or DEFAULT_OPENAI_BASE_URL,
+                         api_key=provider.api_key or "not-needed", timeout=timeout, max_retries=0,
+                         http_client=http_client)
+
+
+def _models_payload(provider: ProviderConfig) -> Any:
+    client = openai_client_for(provider, timeout_seconds=min(provider.timeout_seconds, DISCOVERY_TIMEOUT_SECONDS))
+    try:
+        return client.models.with_raw_response.list().http_response.json()
+    finally:
+        client.close()
+
+
+def discover_window(provider: ProviderConfig, model: str) -> ModelInfo | None:
+    """Read the endpoint's GET /models; store the window it reports for `model` unless an override exists.
+
+    Best effort: an unreachable endpoint or a listing without a window gives None (logged, never raised).
+    """
+    if provider.kind != ProviderKind.OPENAI or not model:
+        return None
+    try:
+        payload = _models_payload(provider)
+    except (openai.OpenAIError, ValueError) as exc:
+        logger.warning("window discovery failed for provider %s: %s", provider.name, type(exc).__name__)
+        return None
+    info = window_from_models_payload(payload, model)
+    if info is None:
+        return None
+    row = ModelWindow.objects.filter(model=model).first()
+    if row is None or row.source == SOURCE_DISCOVERED:
+        ModelWindow.objects.update_or_create(model=model, defaults={
+            "context_window": info.context_window, "max_output_tokens": info.max_output_tokens,
+            "source": SOURCE_DISCOVERED})
+    return info
+
+
+_discovery_tried: set[tuple[int, str, str]] = set()
+_discovery_lock = threading.Lock()
+
+
+def _discover_once(provider: ProviderConfig | None, model: str) -> None:
+    """Ask the endpoint once per process and model: a listing without windows must not cost a request per fit."""
+    if provider is None or provider.kind != ProviderKind.OPENAI:
+        return
+    key = (provider.pk, provider.base_url, model)
+    with _discovery_lock:
+        if key in _discovery_tried:
+            return
+        _discovery_tried.add(key)
+    discover_window(provider, model)
+
+
+def model_window_for(*, flow: Flow | None = None, model: str | None = None,
+                     discover: bool = True) -> tuple[int | None, int | None, str]:
+    """(context_window, max_output_tokens, source) of the flow's model; source is the row's source
+    ("admin", "env"), "discovered", "catalog", or "unknown" with both sizes None.
+
+    With `discover`, a model that has no row yet is looked up once on the flow's endpoint (GET /models).
+    """
+    provider = provider_for(flow=flow) if flow is not None else None
+    if not model and flow is not None:
+        model = flow.model_name or (provider.model if provider is not None else "")
+    if not model:
+        return None, None, "unknown"
+    if discover and not ModelWindow.objects.filter(model=model).exists():
+        _discover_once(provider, model)
+    # One row per model: discovery never overwrites an override, so the row's source is the winner.
+    row = ModelWindow.objects.filter(model=model).first()
+    if row is not None:
+        return row.context_window, row.max_output_tokens, row.source
+    info = lookup_model(model)
+    if info is not None:
+        return info.context_window, info.max_output_tokens, "catalog"
+    return None, None, "unknown"

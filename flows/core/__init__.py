@@ -1,0 +1,59 @@
+"""The foundation every capability stands on; nothing here reads or writes a model row.
+
+`events` (the live-event contract and `broadcast`), `queue` (background work queued by Celery task name after
+commit), `relay` (the client side of the cross-process relay on the embedded default), `settings_spec` (every
+setting declared once), `text_input` (text the database can hold), `params` (ids out of query parameters).
+"""
+from flows.core.events import (
+    EVENT_TYPES,
+    AppendedUpToEvent,
+    ChainRewrittenEvent,
+    HeartbeatEvent,
+    abroadcast,
+    bind_event_loop,
+    broadcast,
+    group_name,
+)
+from flows.core.params import parse_id
+from flows.core.queue import (
+    COMPACT_CHAIN,
+    FIT_CHAIN,
+    SUMMARIZE_CHAIN,
+    enqueue,
+    enqueue_on_commit,
+    publishing_in_background,
+)
+from flows.core.relay import (
+    SECRET_HEADER,
+    Relay,
+    local_url,
+    relay_connect,
+    relay_current,
+    relay_install,
+    server_publish,
+    server_secret,
+    server_unpublish,
+)
+from flows.core.settings_spec import (
+    AGENT,
+    ASSISTANT,
+    ASSISTANT_FORCED,
+    FIELDS_BY_NAME,
+    IDENTIFIER_POLICIES,
+    PROFILES,
+    PRUNING_MODES,
+    SETTINGS_FIELDS,
+    env_fallback,
+    model_help,
+)
+from flows.core.text_input import MAX_INSTRUCTIONS_CHARS, instructions_problem, lone_surrogate_path, plain_text_problem
+
+__all__ = [
+    "AGENT", "ASSISTANT", "ASSISTANT_FORCED", "AppendedUpToEvent", "COMPACT_CHAIN", "ChainRewrittenEvent",
+    "EVENT_TYPES", "FIELDS_BY_NAME", "FIT_CHAIN", "HeartbeatEvent", "IDENTIFIER_POLICIES", "MAX_INSTRUCTIONS_CHARS",
+    "PROFILES", "PRUNING_MODES", "Relay", "SECRET_HEADER", "SETTINGS_FIELDS", "SUMMARIZE_CHAIN", "abroadcast",
+    "bind_event_loop", "broadcast", "enqueue", "enqueue_on_commit", "env_fallback", "group_name",
+    "instructions_problem", "local_url", "lone_surrogate_path", "model_help", "parse_id", "plain_text_problem",
+    "publishing_in_background", "relay_connect", "relay_current", "relay_install", "server_publish", "server_secret",
+    "server_unpublish",
+]

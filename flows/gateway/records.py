@@ -1,0 +1,112 @@
+"""The record of one gateway call (`GatewayCall`) and its live events: opened, retried, closed."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from flows.core import broadcast
+from flows.engine import count_tokens
+from flows.gateway.fit import Msg, SentMessages
+from flows.gateway.threads import gateway_answer_append
+from flows.models import Chain, ChainView, GatewayCall, Message, ProviderConfig
+
+__all__ = ["gateway_call_start", "gateway_call_retried", "gateway_call_finish", "gateway_call_complete", "call_cost"]
+
+
+def _call_event(call: GatewayCall, kind: str) -> dict[str, Any]:
+    return {"type": kind, "chain_id": call.chain_id, "call_id": call.pk, "mode": call.mode, "model": call.model,
+            "stream": call.stream, "status": call.status, "http_status": call.http_status,
+            "sent_message_count": call.sent_message_count, "sent_tokens": call.sent_tokens,
+            "attempts": call.attempts, "latency_ms": call.latency_ms, "first_byte_ms": call.first_byte_ms,
+            "summarize_ms": call.summarize_ms,
+            "response_seq": call.response_seq, "usage": call.usage, "cost_usd": call.cost_usd,
+            "error": call.error[:500]}
+
+
+def gateway_call_start(*, chain: Chain, user: Any, provider: ProviderConfig | None, model: str, mode: str,
+                       stream: bool, request_messages: int, appended: int, sent: SentMessages) -> GatewayCall:
+    call = GatewayCall.objects.create(
+        chain=chain, user=user, provider=provider, model=model, mode=mode, stream=stream,
+        request_messages=request_messages, appended=appended, summarize_ms=sent.summarize_ms,
+        **_sent_fields(sent, model, chain.pk))
+    transaction.on_commit(lambda: broadcast(chain.pk, _call_event(call, "gateway.call.started")))  # type: ignore
+    return call
+
+
+def _stored_tokens(chain_id: int, sent: SentMessages) -> int | None:
+    """Our estimate of a reference call from what is stored (view tokens + cached raw tokens), without
+    re-tokenizing the whole history on every call; None when a count is missing."""
+    after, tokens = 0, 0
+    if sent.view_version:
+        view = ChainView.objects.filter(chain_id=chain_id, version=sent.view_version).values_list(
+            "raw_seq_to", "token_count").first()
+        if view is None:
+            return None
+        after, tokens = view
+    rows = Message.objects.filter(chain_id=chain_id, seq__gt=after, seq__lte=sent.raw_seq_to)
+    totals = rows.aggregate(tokens=Sum("token_count"), missing=Count("pk", filter=Q(token_count=None)))
+    return None if totals["missing"] else tokens + (totals["tokens"] or 0)
+
+
+def _sent_fields(sent: SentMessages, model: str, chain_id: int) -> dict[str, Any]:
+    tokens = sent.tokens
+    if tokens is None and sent.exact:
+        tokens = _stored_tokens(chain_id, sent)
+    return {"sent_view_version": sent.view_version, "sent_raw_seq_to": sent.raw_seq_to,
+            "sent_messages": None if sent.exact else sent.messages, "sent_message_count": len(sent.messages),
+            "sent_tokens": tokens if tokens is not None else count_tokens(sent.messages, model=model or None)}
+
+
+def call_cost(provider: ProviderConfig | None, usage: dict[str, Any] | None) -> float:
+    if provider is None or not isinstance(usage, dict):
+        return 0.0
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    prompt = prompt if isinstance(prompt, int) else 0
+    completion = completion if isinstance(completion, int) else 0
+    return (prompt * provider.prompt_cost_per_mtok + completion * provider.completion_cost_per_mtok) / 1e6
+
+
+def gateway_call_retried(*, call: GatewayCall, sent: SentMessages, error: str) -> None:
+    """An overflow retry: the call now records the compacted input it sends next."""
+    for key, value in _sent_fields(sent, call.model, call.chain_id).items():
+        setattr(call, key, value)
+    call.summarize_ms += sent.summarize_ms
+    call.attempts += 1
+    call.save()
+    event = {**_call_event(call, "gateway.call.retried"), "reason": error[:500]}
+    broadcast(call.chain_id, event)  # type: ignore[arg-type]
+
+
+_FINISH_FIELDS = ["status", "http_status", "latency_ms", "first_byte_ms", "response_message", "response_seq",
+                  "usage", "cost_usd", "error", "finished_at"]
+
+
+def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, latency_ms: int,
+                        first_byte_ms: int | None = None, response: Msg | None = None, response_seq: int | None = None,
+                        usage: dict[str, Any] | None = None, error: str = "") -> GatewayCall:
+    call.status, call.http_status, call.latency_ms = status, http_status, latency_ms
+    call.first_byte_ms, call.response_message, call.response_seq = first_byte_ms, response, response_seq
+    call.usage, call.cost_usd = usage, call_cost(call.provider, usage)
+    call.error, call.finished_at = error[:4000], timezone.now()
+    call.save(update_fields=_FINISH_FIELDS)
+    event = _call_event(call, "gateway.call.finished")
+    transaction.on_commit(lambda: broadcast(call.chain_id, event), robust=True)  # type: ignore[arg-type]
+    return call
+
+
+def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: list[Msg] | None,
+                          answer: Msg | None, after_seq: int | None = None, **finish: Any) -> GatewayCall:
+    """The end of a call in one transaction: the complete answer appended (when the chain has not moved on
+    meanwhile; see gateway_answer_append) and the call record closed; `finish` are gateway_call_finish's
+    fields."""
+    with transaction.atomic():
+        seq = None
+        if answer is not None:
+            seq = gateway_answer_append(chain_id=call.chain_id, expected_head=expected_head, message=answer,
+                                        history=history, after_seq=after_seq)
+            if seq is None and not finish.get("error"):
+                finish["error"] = "answer not appended: the chain moved on during the call"
+        return gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)

@@ -1,0 +1,41 @@
+"""Gateway calls a stopped server left "running": closed as failed, with the reason, when a server starts.
+
+A server dies while waiting for the upstream, or between sending the answer and writing its record. With the
+memory broker (one server process) every running call is closed; else those older than the longest provider
+timeout (another server may still be waiting). The chain loses nothing: the agent's next request brings the
+answer it received.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Max
+from django.utils import timezone
+
+from flows.models import CallStatus, GatewayCall, ProviderConfig
+
+__all__ = ["CALL_INTERRUPTED_REASON", "gateway_calls_close_interrupted", "calls_abandoned_after_seconds"]
+
+CALL_INTERRUPTED_REASON = ("interrupted: the server stopped before this call was recorded (closed when a server "
+                           "started again); an answer the agent received arrives with its next request")
+# Beyond its provider's timeout no call is still running anywhere (the timeout is the call's whole deadline).
+CALL_DEADLINE_MARGIN_SECONDS = 60.0
+
+
+def calls_abandoned_after_seconds() -> float:
+    """0 with the in-process memory broker (one server process: whatever it ran died with it), else the longest
+    provider timeout plus a margin (another server may still be waiting for an upstream)."""
+    if str(settings.CELERY_BROKER_URL).startswith("memory://"):
+        return 0.0
+    longest = ProviderConfig.objects.aggregate(longest=Max("timeout_seconds"))["longest"]
+    return float(longest or ProviderConfig._meta.get_field("timeout_seconds").default) + CALL_DEADLINE_MARGIN_SECONDS
+
+
+def gateway_calls_close_interrupted(*, older_than_seconds: float = 0.0) -> int:
+    """Close gateway calls a stopped server left "running" (started more than `older_than_seconds` ago) as
+    failed, with the reason; returns how many."""
+    now = timezone.now()
+    stale = GatewayCall.objects.filter(status=CallStatus.RUNNING,
+                                       created_at__lte=now - timedelta(seconds=older_than_seconds))
+    return stale.update(status=CallStatus.FAILED, error=CALL_INTERRUPTED_REASON, finished_at=now)

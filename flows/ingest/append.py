@@ -1,0 +1,205 @@
+"""Writes to the raw history: flows, agents, chains and the append-only messages.
+
+`chain_append` is the one way messages enter the database. It validates the whole batch first (shape via
+`flows.engine.validate_messages`, then tool-call pairing in the context of the chain's tail), writes it
+in one transaction under a row lock on the chain, and only after commit tells the world: a `message.appended`
+event for live pages and, when the batch completes an agent turn, a summarization task.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from flows.core import SUMMARIZE_CHAIN, broadcast, enqueue, lone_surrogate_path, plain_text_problem
+from flows.engine import MessageError, detect_id_template, message_size, message_tokens, validate_messages
+from flows.ingest.errors import AppendError, AppendResult
+from flows.ingest.pairing import check_pairing, tail_in, tail_of
+from flows.models import MESSAGE_COLUMNS, Chain, Flow, Message
+
+__all__ = ["MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "chain_append", "chain_append_locked",
+           "batch_validate"]
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH_MESSAGES = 1000
+MAX_IMPORT_MESSAGES = 100_000  # an imported transcript is one batch; only the per-message cap still applies
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one message, JSON-encoded
+MAX_ID_CHARS = 200  # Message.tool_call_id / name columns
+EVENT_MESSAGES_MAX_BYTES = 512 * 1024  # live event payload cap; pages fetch the rest by seq
+FLOW_TOUCH_RESOLUTION = timedelta(seconds=1)
+
+
+def validate_batch(messages: Any, max_messages: int = MAX_BATCH_MESSAGES) -> list[dict[str, Any]]:
+    if not isinstance(messages, list) or not messages:
+        raise AppendError("invalid_batch", "'messages' must be a non-empty list of messages")
+    if len(messages) > max_messages:
+        raise AppendError("batch_too_large", f"at most {max_messages} messages per batch, got "
+                          f"{len(messages)}", status=413)
+    try:
+        validate_messages(messages)
+    except MessageError as exc:
+        raise AppendError("invalid_message", exc.reason, index=exc.index if exc.index >= 0 else None,
+                          field=exc.field) from None
+    for i, msg in enumerate(messages):
+        _check_text(i, msg)
+        size = len(json.dumps(msg, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_MESSAGE_BYTES:
+            raise AppendError("message_too_large", f"{size} bytes, at most {MAX_MESSAGE_BYTES}", index=i,
+                              status=413)
+    return messages
+
+
+def _check_text(index: int, msg: dict[str, Any]) -> None:
+    """What the database cannot hold: lone surrogates anywhere, NUL or overlong text in the plain columns."""
+    where = lone_surrogate_path(msg)
+    if where is not None:
+        raise AppendError("invalid_text", "holds a lone UTF-16 surrogate, which is not valid Unicode", index=index,
+                          field=where)
+    for key in ("tool_call_id", "name"):
+        text = msg.get(key) or ""
+        if len(text) > MAX_ID_CHARS:
+            raise AppendError("invalid_message", f"longer than {MAX_ID_CHARS} characters", index=index, field=key)
+        problem = plain_text_problem(text)
+        if problem is not None:
+            raise AppendError("invalid_message", problem, index=index, field=key)
+
+
+def id_template(chain: Chain, batch: list[dict[str, Any]]) -> str:
+    """PentAGI stores the id template per chain; we learn it from the first call ids the agent sends."""
+    if chain.tool_call_id_template:
+        return chain.tool_call_id_template
+    has_calls = any(m.get("tool_calls") for m in batch)
+    return detect_id_template(batch) if has_calls else ""
+
+
+def _token_count(msg: dict[str, Any], model: str | None) -> int | None:
+    return message_tokens(msg, model=model or None)
+
+
+def build_rows(chain: Chain, batch: list[dict[str, Any]], names: dict[str, str], model: str) -> list[Message]:
+    rows = []
+    for offset, msg in enumerate(batch, start=1):
+        for call in msg.get("tool_calls") or []:
+            if call.get("function") is not None:
+                names[call["id"]] = call["function"]["name"]
+        rows.append(Message(
+            chain=chain, seq=chain.last_seq + offset, role=msg["role"], content=msg.get("content"),
+            tool_calls=msg.get("tool_calls") or None, tool_call_id=msg.get("tool_call_id") or "",
+            name=msg.get("name") or "", reasoning=msg.get("reasoning"),
+            extra={k: v for k, v in msg.items() if k not in MESSAGE_COLUMNS},
+            byte_size=message_size(msg, names), token_count=_token_count(msg, model)))
+    return rows
+
+
+def _call_names(tool_calls: Any, wanted: set[str], names: dict[str, str]) -> None:
+    for call in reversed(tool_calls or []):
+        if call.get("id") in wanted and call.get("function") is not None:
+            names.setdefault(call["id"], call["function"]["name"])
+
+
+def _known_call_names(chain: Chain, batch: list[dict[str, Any]]) -> dict[str, str]:
+    """Function names of the calls the batch's tool results answer (they count in a result's PentAGI size)."""
+    wanted = {m["tool_call_id"] for m in batch if m["role"] == "tool"}
+    names: dict[str, str] = {}
+    if not wanted:
+        return names
+    for calls in chain.messages.filter(role="assistant").exclude(tool_calls=None).order_by("-seq") \
+            .values_list("tool_calls", flat=True)[:50]:
+        _call_names(calls, wanted, names)
+    return names
+
+
+def _call_names_in(prior: list[dict[str, Any]], batch: list[dict[str, Any]]) -> dict[str, str]:
+    """`_known_call_names` from the messages the caller holds (the newest 50 assistant messages with calls)."""
+    wanted = {m["tool_call_id"] for m in batch if m["role"] == "tool"}
+    names: dict[str, str] = {}
+    if wanted:
+        with_calls = (m for m in reversed(prior) if m["role"] == "assistant" and m.get("tool_calls"))
+        for _, message in zip(range(50), with_calls, strict=False):
+            _call_names(message.get("tool_calls"), wanted, names)
+    return names
+
+
+def chain_append(*, chain: Chain, messages: Any) -> AppendResult:
+    """Append a batch atomically (all or nothing); see the module docstring for what happens after commit."""
+    batch = validate_batch(messages)
+    with transaction.atomic():
+        locked = Chain.objects.select_for_update().select_related("agent__flow").get(pk=chain.pk)
+        if not locked.is_active:
+            active = Chain.objects.filter(agent_id=locked.agent_id, is_active=True).values_list("pk", flat=True)
+            raise AppendError("chain_archived", "this chain segment is archived; append to the active chain",
+                              status=409, extra={"active_chain_id": next(iter(active), None)})
+        result = chain_append_locked(chain=locked, batch=batch)
+    chain.last_seq, chain.tool_call_id_template, chain.raw_tokens = (locked.last_seq, locked.tool_call_id_template,
+                                                                    locked.raw_tokens)
+    return result
+
+
+def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: list[dict[str, Any]] | None = None,
+                        **chain_fields: Any) -> AppendResult:
+    """The write of `chain_append` for a caller that already holds the active chain's row lock (with its
+    agent and flow loaded) inside its own transaction and validated the batch (`batch_validate`).
+
+    `prior`, when given, is the chain's whole raw history as the caller holds it (the gateway verified it by
+    hash), so pairing and call names come from memory instead of two more reads; `chain_fields` are written
+    in the same UPDATE as `last_seq` (the gateway's head hash).
+    """
+    tail = tail_in(prior) if prior is not None else tail_of(chain)
+    done = check_pairing(tail, batch)
+    names = _call_names_in(prior, batch) if prior is not None else _known_call_names(chain, batch)
+    rows = Message.objects.bulk_create(build_rows(chain, batch, names, chain.agent.flow.model_name),
+                                       batch_size=500)
+    chain.last_seq += len(rows)
+    chain.tool_call_id_template = id_template(chain, batch)
+    chain.raw_tokens = tokens_after(chain.raw_tokens, rows)
+    Chain.objects.filter(pk=chain.pk).update(last_seq=chain.last_seq, tool_call_id_template=chain.tool_call_id_template,
+                                             raw_tokens=chain.raw_tokens, updated_at=timezone.now(), **chain_fields)
+    _touch(chain.agent.flow)
+    chain_id = chain.pk
+    transaction.on_commit(lambda: after_append(chain_id, rows, done), robust=True)
+    return AppendResult(appended=len(rows), last_seq=chain.last_seq, rows=rows, turn_completed=done)
+
+
+def tokens_after(total: int | None, rows: list[Message]) -> int | None:
+    """The chain's running token total (Chain.raw_tokens) once `rows` are in; unknown stays unknown."""
+    if total is None or any(row.token_count is None for row in rows):
+        return None
+    return total + sum(row.token_count or 0 for row in rows)
+
+
+def _touch(flow: Flow) -> None:
+    """Mark the flow active; within FLOW_TOUCH_RESOLUTION of the last mark the write is skipped (an agent
+    appends several times a second through the gateway, and lists only sort flows by it)."""
+    now = timezone.now()
+    if flow.updated_at is None or now - flow.updated_at >= FLOW_TOUCH_RESOLUTION:
+        Flow.objects.filter(pk=flow.pk).update(updated_at=now)
+        flow.updated_at = now
+
+
+def batch_validate(messages: Any, max_messages: int = MAX_BATCH_MESSAGES) -> list[dict[str, Any]]:
+    """Check a batch's shape as `chain_append` does (AppendError when it cannot be stored); writes nothing."""
+    return validate_batch(messages, max_messages)
+
+
+def _event_messages(rows: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    used = 0
+    for row in rows:
+        item = {**row.to_dict(), "seq": row.seq, "byte_size": row.byte_size, "token_count": row.token_count}
+        used += len(json.dumps(item, ensure_ascii=False))
+        if used > EVENT_MESSAGES_MAX_BYTES and out:
+            break  # the page sees last_seq beyond the last message it got and catches up by seq
+        out.append(item)
+    return out
+
+
+def after_append(chain_id: int, rows: list[Message], turn_done: bool) -> None:
+    broadcast(chain_id, {"type": "message.appended", "chain_id": chain_id, "messages": _event_messages(rows),
+                         "last_seq": rows[-1].seq})
+    if turn_done:
+        enqueue(SUMMARIZE_CHAIN, chain_id)

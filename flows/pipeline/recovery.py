@@ -1,0 +1,81 @@
+"""Runs a stopped worker left behind: every SummaryEvent still RUNNING when a worker starts.
+
+With the embedded worker (memory broker) a crash or restart loses the queued and running tasks with the
+process, so their events would say "running" forever. On start, a manual compaction (the user asked for it
+and waits) is queued again: its task finishes the same event once. Any other run (turn, window, overflow,
+byte guard) is closed as failed with the reason, and its chain is queued for a fresh summarization, which
+covers whatever that run would have done.
+
+Separate workers on Redis get killed tasks re-delivered (acks_late), so there only events older than twice
+the broker's visibility timeout count as abandoned.
+
+`chains_behind_their_view` names the chains holding raw messages their newest view does not cover (written
+while no worker ran), which a starting server queues for summarization.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from flows.core import COMPACT_CHAIN, SUMMARIZE_CHAIN, enqueue
+from flows.models import Chain, ChainView, Outcome, SummaryEvent, Trigger
+
+__all__ = ["Recovered", "events_recover_interrupted", "abandoned_after_seconds", "INTERRUPTED_REASON",
+           "chains_behind_their_view"]
+
+INTERRUPTED_REASON = ("interrupted: the worker stopped before this run finished (closed when a worker started "
+                      "again); the chain was queued for a new summarization")
+
+Send = Callable[[str, list[int]], object]
+
+
+@dataclass(frozen=True)
+class Recovered:
+    requeued_compactions: int
+    closed_as_failed: int
+
+    def __str__(self) -> str:
+        return (f"{self.requeued_compactions} manual compaction(s) queued again, "
+                f"{self.closed_as_failed} interrupted run(s) closed as failed")
+
+
+def abandoned_after_seconds() -> float:
+    """0 with the in-process memory broker (no other worker can hold a task), else twice the visibility timeout
+    (a killed task is re-delivered within one)."""
+    if str(settings.CELERY_BROKER_URL).startswith("memory://"):
+        return 0.0
+    return 2 * float(settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 300))
+
+
+def _send_by_name(name: str, args: list[int]) -> object:
+    enqueue(name, *args)
+    return None
+
+
+def events_recover_interrupted(*, older_than_seconds: float = 0.0, send: Send = _send_by_name) -> Recovered:
+    """Re-queue RUNNING manual compactions and close other RUNNING events older than `older_than_seconds`."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    running = SummaryEvent.objects.filter(outcome=Outcome.RUNNING, created_at__lte=cutoff)
+    manual = list(running.filter(trigger=Trigger.MANUAL).values_list("chain_id", "pk"))
+    with transaction.atomic():
+        others = running.exclude(trigger=Trigger.MANUAL).select_for_update()
+        chains = sorted(set(others.values_list("chain_id", flat=True)))
+        closed = others.update(outcome=Outcome.FAILED, reason=INTERRUPTED_REASON, finished_at=timezone.now())
+    for chain_id, event_id in manual:
+        send(COMPACT_CHAIN, [chain_id, event_id])
+    for chain_id in chains:
+        send(SUMMARIZE_CHAIN, [chain_id])
+    return Recovered(requeued_compactions=len(manual), closed_as_failed=closed)
+
+
+def chains_behind_their_view() -> list[int]:
+    """Active chains holding raw messages their newest view does not cover (written while no worker ran)."""
+    seen = ChainView.objects.filter(chain=OuterRef("pk"), version=OuterRef("view_version")).values("raw_seq_to")
+    return list(Chain.objects.filter(is_active=True, last_seq__gt=0).annotate(seen=Subquery(seen[:1]))
+                .filter(Q(seen__isnull=True) | Q(seen__lt=F("last_seq"))).order_by("pk").values_list("pk", flat=True))

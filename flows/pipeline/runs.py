@@ -1,0 +1,279 @@
+"""The run machinery every write of the model's view shares: load the state, record events, save the view.
+
+Theory of operation. The raw chain is append-only; the view is PentAGI's summarized chain. A run (a
+summarization, a window fit or a compaction, in the modules above this one) reads the newest view and the raw
+messages newer than it (`load_state`), feeds *view + new raw* to the engine (lineage in raw seqs), and saves
+the result with `view_save`. Everything slow happens outside any transaction; the save is one short
+transaction that re-checks `chain.view_version` under a row lock, so a run whose base view went stale never
+overwrites the newer one: it starts over from the newer view (at most MAX_SAVE_ATTEMPTS times). A failed
+summarizer still gets the new raw messages into a new view, unsummarized (the model must always see them),
+and the failure is recorded on the event. A tool round still waiting for its results stays out of every
+run (`ChainState.pending_raw`): folded into a view, the engine would repair it with stand-in results (or
+summarize the call away), and the real results arriving next would then answer a call the view no longer
+holds open. After commit the page hears `view.updated` and, for compactions,
+the hooks and `compaction.*` events run.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from flows.config import model_window_for, settings_for
+from flows.core import broadcast
+from flows.engine import effective_reserve
+from flows.models import (
+    Chain,
+    ChainView,
+    Flow,
+    Message,
+    Outcome,
+    SummarizerSettings,
+    SummaryEvent,
+    Trigger,
+    ViewSection,
+)
+from flows.pipeline import view_records as records
+from flows.pipeline.hooks import after_compaction, send_hook
+
+__all__ = [
+    "MAX_SAVE_ATTEMPTS", "COMPACTION_TRIGGERS", "ChainState", "RunStep", "open_round_start", "load_state",
+    "view_current", "window_for", "elapsed_ms", "event_start", "event_finish", "event_fail", "view_save", "view_create",
+    "hook_after_payload", "on_view_saved",
+]
+
+MAX_SAVE_ATTEMPTS = 3
+COMPACTION_TRIGGERS = {Trigger.WINDOW, Trigger.OVERFLOW, Trigger.MANUAL, Trigger.BYTE_GUARD}
+
+Message_ = dict[str, Any]
+
+
+@dataclass
+class ChainState:
+    """What a run starts from: the newest view plus the raw messages appended after it."""
+
+    chain: Chain
+    row: SummarizerSettings
+    base_version: int
+    view_messages: list[Message_]
+    view_lineage: list[list[int]]
+    new_raw: list[Message]
+    raw_seq_to: int
+    pending_raw: list[Message] = field(default_factory=list)  # an open tool round at the end: sent, never folded
+
+    @property
+    def model(self) -> str:
+        return self.chain.agent.flow.model_name
+
+    @property
+    def messages(self) -> list[Message_]:
+        return self.view_messages + [m.to_dict() for m in self.new_raw]
+
+    @property
+    def lineage(self) -> list[list[int]]:
+        return self.view_lineage + [[m.seq] for m in self.new_raw]
+
+    @property
+    def sendable(self) -> list[Message_]:
+        """What the model gets: the view, the settled raw messages and the open tool round after them."""
+        return self.messages + [m.to_dict() for m in self.pending_raw]
+
+    @property
+    def sendable_seq_to(self) -> int:
+        return self.pending_raw[-1].seq if self.pending_raw else self.raw_seq_to
+
+
+@dataclass
+class RunStep:
+    """One recorded operation of a run (becomes a SummaryEvent)."""
+
+    trigger: str
+    outcome: str
+    event: SummaryEvent | None = None
+    reason: str = ""
+    before: list[Message_] = field(default_factory=list)
+    after: list[Message_] = field(default_factory=list)
+    lineage: list[list[int]] = field(default_factory=list)
+    calls: int = 0
+    duration_ms: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+def open_round_start(rows: list[Message]) -> int:
+    """Index in `rows` where a tool round still waiting for results begins (len(rows) when there is none).
+
+    Open means: the last non-tool message is an assistant message with calls, and not all of them are answered
+    yet (a user message after the calls closes the round for good: PentAGI answers them itself)."""
+    for index in range(len(rows) - 1, -1, -1):
+        row = rows[index]
+        if row.role == "tool":
+            continue
+        if row.role != "assistant" or not row.tool_calls:
+            return len(rows)
+        calls = {call.get("id") for call in row.tool_calls}
+        answered = {later.tool_call_id for later in rows[index + 1:]}
+        return len(rows) if calls <= answered else index
+    return len(rows)
+
+
+def load_state(chain_id: int) -> ChainState:
+    chain = Chain.objects.select_related("agent__flow").get(pk=chain_id)
+    view = ChainView.objects.filter(chain_id=chain_id).order_by("-version").first()
+    raw_seq_to = view.raw_seq_to if view else 0
+    raw = list(Message.objects.filter(chain_id=chain_id, seq__gt=raw_seq_to).order_by("seq"))
+    cut = open_round_start(raw)
+    new_raw, pending = raw[:cut], raw[cut:]
+    row = settings_for(profile=chain.agent.profile, flow=chain.agent.flow)
+    return ChainState(
+        chain=chain, row=row, base_version=view.version if view else 0,
+        view_messages=list(view.messages) if view else [], view_lineage=list(view.lineage) if view else [],
+        new_raw=new_raw, raw_seq_to=new_raw[-1].seq if new_raw else raw_seq_to, pending_raw=pending)
+
+
+def view_current(*, chain: Chain) -> ChainView | None:
+    return ChainView.objects.filter(chain=chain).order_by("-version").first()
+
+
+def window_for(*, flow: Flow, row: SummarizerSettings) -> tuple[int, int] | None:
+    """(window tokens, reserve tokens) of the flow's model, or None when the window is unknown (step skipped)."""
+    window, max_output, _source = model_window_for(flow=flow)
+    if not window:
+        return None
+    return window, effective_reserve(window, row.reserve_tokens, flow.model_name or None,
+                                     max_output_tokens=max_output)
+
+
+def elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+# ----------------------------------------------------------------------------------------------- events
+
+def event_start(*, chain: Chain, trigger: str, snapshot: dict[str, Any], notify: bool,
+                instructions: str = "") -> SummaryEvent:
+    """A RUNNING event (so LLM calls can point at it); compactions announce themselves to the live view."""
+    event = SummaryEvent.objects.create(chain=chain, trigger=trigger, outcome=Outcome.RUNNING,
+                                        instructions=instructions, settings_snapshot=snapshot,
+                                        model=chain.agent.flow.model_name)
+    if trigger in COMPACTION_TRIGGERS and notify:
+        transaction.on_commit(lambda: broadcast(chain.pk, {
+            "type": "compaction.started", "chain_id": chain.pk, "event_id": event.pk, "trigger": trigger}))
+    return event
+
+
+def _announce(event: SummaryEvent, compactions: int) -> None:
+    if event.outcome == Outcome.FAILED:
+        broadcast(event.chain_id, {"type": "compaction.failed", "chain_id": event.chain_id, "event_id": event.pk,
+                                   "trigger": event.trigger, "reason": event.reason})
+    elif event.outcome == Outcome.SKIPPED:
+        broadcast(event.chain_id, {"type": "compaction.skipped", "chain_id": event.chain_id, "event_id": event.pk,
+                                   "trigger": event.trigger, "reason": event.reason})
+    elif event.outcome == Outcome.OK:
+        broadcast(event.chain_id, {
+            "type": "compaction.completed", "chain_id": event.chain_id, "event_id": event.pk,
+            "trigger": event.trigger, "bytes_before": event.bytes_before, "bytes_after": event.bytes_after,
+            "tokens_before": event.tokens_before, "tokens_after": event.tokens_after, "calls": event.calls,
+            "duration_ms": event.duration_ms, "compactions": compactions})
+
+
+def event_finish(step: RunStep, *, chain: Chain, snapshot: dict[str, Any], raw_seq_to: int,
+                 view: ChainView | None) -> SummaryEvent:
+    """Fill in the event of a step (creating it when the step had none)."""
+    event = step.event or SummaryEvent(chain=chain, trigger=step.trigger, settings_snapshot=snapshot,
+                                       model=chain.agent.flow.model_name)
+    mask = records.fresh_mask(step.after, step.before) if step.after else []
+    event.outcome, event.reason = step.outcome, step.reason[:2000]
+    event.bytes_before = records.view_bytes(step.before) if step.before else 0
+    event.bytes_after = records.view_bytes(step.after) if step.after else event.bytes_before
+    event.tokens_before, event.tokens_after = step.tokens_before, step.tokens_after or step.tokens_before
+    event.calls, event.duration_ms = step.calls, step.duration_ms
+    event.covered = records.covered_ranges(step.lineage, mask) if step.outcome == Outcome.OK else []
+    event.summary_text = records.summary_text(step.after, mask) if step.outcome == Outcome.OK else ""
+    event.raw_seq_to, event.view, event.finished_at = raw_seq_to, view, timezone.now()
+    event.save()
+    return event
+
+
+def event_fail(event: SummaryEvent, reason: str) -> SummaryEvent:
+    """Close an event whose run could not save (stale base, vanished chain); its view stays as it was."""
+    SummaryEvent.objects.filter(pk=event.pk, outcome=Outcome.RUNNING).update(
+        outcome=Outcome.SKIPPED if "superseded" in reason else Outcome.FAILED, reason=reason[:2000],
+        finished_at=timezone.now())
+    event.refresh_from_db()
+    return event
+
+
+# ----------------------------------------------------------------------------------------------- saving
+
+def view_save(state: ChainState, *, messages: list[Message_], lineage: list[list[int]], steps: list[RunStep],
+              snapshot: dict[str, Any], notify: bool, write_view: bool = True) -> list[SummaryEvent] | None:
+    """One transaction: new view version + sections + the steps' events. None when the base went stale."""
+    model = state.model or None
+    with transaction.atomic():
+        chain = Chain.objects.select_for_update().get(pk=state.chain.pk)
+        if chain.view_version != state.base_version:
+            return None
+        view = None
+        if write_view:
+            view = view_create(chain, messages, lineage, raw_seq_to=state.raw_seq_to, snapshot=snapshot,
+                               model=model)
+        compacted = sum(1 for s in steps if s.trigger in COMPACTION_TRIGGERS and s.outcome == Outcome.OK)
+        if write_view or compacted:
+            Chain.objects.filter(pk=chain.pk).update(
+                view_version=view.version if view else chain.view_version,
+                compactions=F("compactions") + compacted, updated_at=timezone.now())
+        events = [event_finish(s, chain=chain, snapshot=snapshot, raw_seq_to=state.raw_seq_to, view=view)
+                  for s in steps]
+        _close_interrupted(chain, keep={e.pk for e in events})
+        count = chain.compactions + compacted
+        hooks = [hook_after_payload(s, e) for s, e in zip(steps, events, strict=False)
+                 if s.trigger in COMPACTION_TRIGGERS]
+        transaction.on_commit(lambda: on_view_saved(chain.pk, view, events, count, notify, hooks), robust=True)
+    return events
+
+
+def view_create(chain: Chain, messages: list[Message_], lineage: list[list[int]], *, raw_seq_to: int,
+                snapshot: dict[str, Any], model: str | None) -> ChainView:
+    view = ChainView.objects.create(
+        chain=chain, version=chain.view_version + 1, messages=messages, lineage=lineage,
+        raw_seq_from=min((s for lin in lineage for s in lin), default=0), raw_seq_to=raw_seq_to,
+        byte_size=records.view_bytes(messages), token_count=records.view_tokens(messages, model=model),
+        settings_snapshot=snapshot)
+    ViewSection.objects.bulk_create([
+        ViewSection(view=view, index=rec["index"], header=rec["header"], pairs=rec["pairs"],
+                    byte_size=rec["byte_size"])
+        for rec in records.section_records(messages, lineage)])
+    return view
+
+
+def _close_interrupted(chain: Chain, *, keep: set[int]) -> None:
+    """RUNNING turn events left by a worker that died (or lost a race) are closed: a newer view exists now."""
+    SummaryEvent.objects.filter(chain=chain, outcome=Outcome.RUNNING, trigger=Trigger.TURN).exclude(
+        pk__in=keep).update(outcome=Outcome.SKIPPED, reason="superseded: interrupted or raced by another run",
+                            finished_at=timezone.now())
+
+
+def hook_after_payload(step: RunStep, event: SummaryEvent) -> dict[str, Any]:
+    """after_compaction arguments: the view after, and how many input messages left it."""
+    left = sum(records.fresh_mask(step.before, step.after)) if step.outcome == Outcome.OK else 0
+    return {"chain_id": event.chain_id, "trigger": event.trigger, "event_id": event.pk, "outcome": event.outcome,
+            "message_count": len(step.after), "token_count": event.tokens_after, "compacted_count": left}
+
+
+def on_view_saved(chain_id: int, view: ChainView | None, events: list[SummaryEvent], compactions: int,
+                notify: bool, hooks: list[dict[str, Any]]) -> None:
+    for payload in hooks:
+        send_hook(after_compaction, **payload)
+    if view is not None:
+        broadcast(chain_id, {"type": "view.updated", "chain_id": chain_id, "version": view.version,
+                             "raw_seq_to": view.raw_seq_to, "byte_size": view.byte_size,
+                             "token_count": view.token_count, "messages": len(view.messages)})
+    if notify:
+        for event in events:
+            if event.trigger in COMPACTION_TRIGGERS:
+                _announce(event, compactions)

@@ -1,0 +1,81 @@
+"""Summarization after an agent turn (PentAGI's algorithm), then a fit of the result to the model's window.
+
+`chain_summarize` is what the `flows.summarize_chain` task runs. It first honours the byte guard (a compaction
+that rotates the chain into a successor when the active segment is too large), then summarizes *view + new
+raw* with the engine's `summarize_chain`, fits the result to the window when the window is known, and saves
+both steps in one version-checked transaction (`runs.view_save`).
+"""
+from __future__ import annotations
+
+import time
+
+from flows.config import settings_values, summarizer_config_for
+from flows.engine import summarize_chain
+from flows.models import Outcome, SummaryEvent, Trigger
+from flows.pipeline import view_records as records
+from flows.pipeline.compaction import byte_guard_due, chain_guard
+from flows.pipeline.fitting import fit_step
+from flows.pipeline.runs import (
+    MAX_SAVE_ATTEMPTS,
+    ChainState,
+    RunStep,
+    elapsed_ms,
+    event_fail,
+    event_start,
+    load_state,
+    view_save,
+)
+from flows.pipeline.summarizers import summarizer_for
+
+__all__ = ["chain_summarize"]
+
+
+def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
+    started, before = time.monotonic(), state.messages
+    result = summarize_chain(before, summarizer_config_for(state.row),
+                             summarizer_for(flow=state.chain.agent.flow, event=event),
+                             id_template=state.chain.tool_call_id_template or None, lineage_in=state.lineage)
+    tokens_before = records.view_tokens(before, model=state.model)
+    step = RunStep(trigger=event.trigger, outcome=Outcome.OK, event=event, before=before, calls=result.calls,
+                   duration_ms=elapsed_ms(started), tokens_before=tokens_before)
+    if result.error:
+        step.outcome, step.reason = Outcome.FAILED, f"summarizer error: {result.error}"
+        step.after, step.lineage, step.tokens_after = before, state.lineage, tokens_before
+        return step
+    step.after, step.lineage = result.messages, [list(x) for x in result.lineage]
+    step.tokens_after = records.view_tokens(step.after, model=state.model)
+    if result.calls == 0:
+        step.outcome, step.reason = Outcome.SKIPPED, "within the summarizer's byte budgets: nothing summarized"
+    return step
+
+
+def chain_summarize(*, chain_id: int, trigger: str = Trigger.TURN) -> SummaryEvent | None:
+    """Summarize the view after a turn (then fit it to the window). None when there was nothing new."""
+    event = None
+    for _attempt in range(MAX_SAVE_ATTEMPTS):
+        state = load_state(chain_id)
+        if byte_guard_due(state):
+            guard = chain_guard(state=state)
+            if guard.outcome == Outcome.OK:
+                return guard
+            state = load_state(chain_id)  # failed guard recorded; the turn is still summarized as usual
+        if not state.new_raw and trigger == Trigger.TURN:
+            return event_fail(event, "superseded: a newer view already holds these messages") if event else None
+        snapshot = settings_values(state.row)
+        event = event or event_start(chain=state.chain, trigger=trigger, snapshot=snapshot, notify=False)
+        steps = [_summarize_step(state, event)]
+        view, lineage = steps[0].after, steps[0].lineage
+        if steps[0].outcome != Outcome.FAILED:
+            fit = fit_step(state, view, lineage, trigger=Trigger.WINDOW, snapshot=snapshot)
+            if fit is not None:
+                steps.append(fit)
+                if fit.outcome == Outcome.OK:
+                    view, lineage = fit.after, fit.lineage
+        saved = view_save(state, messages=view, lineage=lineage, steps=steps, snapshot=snapshot,
+                          notify=state.row.notify_user)
+        if saved is not None:
+            return saved[0]
+        for step in steps[1:]:
+            if step.event is not None:
+                event_fail(step.event, "superseded: a newer view was saved meanwhile")
+    return event_fail(event, "superseded: the view kept changing; the next turn will retry") if event else None

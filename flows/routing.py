@@ -1,6 +1,0 @@
-"""WebSocket URL routes."""
-from django.urls import path
-
-from .consumers import ChainConsumer
-
-websocket_urlpatterns = [path("ws/chains/<int:chain_id>/", ChainConsumer.as_asgi())]

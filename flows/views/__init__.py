@@ -1,1 +1,0 @@
-"""Server-rendered pages, one module per page; `urls.py` wires them. Views only translate in and out."""
