@@ -4,8 +4,8 @@ The LLM comes in as a callable: `summarize(prompt: str) -> str` (or an async one
 """
 from __future__ import annotations
 
-from .catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
-from .chain import (
+from summarizer.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
+from summarizer.chain import (
     COMPLETION,
     REQUEST_RESPONSE,
     SUMMARIZATION,
@@ -19,39 +19,39 @@ from .chain import (
     check_invariants,
     parse_chain,
 )
-from .compact import FitResult, compact_now, fit_to_window, overflow_compactor
-from .compaction_errors import (
+from summarizer.compact import FitResult, compact_now, fit_to_window, overflow_compactor
+from summarizer.compaction_errors import (
     CompactionFailed,
     ContextTooLarge,
     OverflowRecoveryFailed,
     RetryableProviderError,
     SummarizeAborted,
 )
-from .compaction_prompt import MAX_INSTRUCTION_CHARS
-from .config import SummarizerConfig
-from .extractive import extractive_summarize, make_extractive
-from .fallback import retry_call, summarize_with_fallback
-from .fit_plan import FitPlan, effective_reserve, plan_fit
-from .formats import FORMATS, FormatError, detect_format, export_chain, import_chain
-from .handler import SummaryCache, cap_input, with_cap_and_cache
-from .identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
-from .ledger import with_ledger
-from .messages import MessageError, chain_bytes, content_text, message_size, validate_messages
-from .overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
-from .providers import (
+from summarizer.compaction_prompt import MAX_INSTRUCTION_CHARS
+from summarizer.config import SummarizerConfig
+from summarizer.extractive import extractive_summarize, make_extractive
+from summarizer.fallback import retry_call, summarize_with_fallback
+from summarizer.fit_plan import FitPlan, effective_reserve, plan_fit
+from summarizer.formats import FORMATS, FormatError, detect_format, export_chain, import_chain
+from summarizer.handler import SummaryCache, cap_input, with_cap_and_cache
+from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
+from summarizer.ledger import with_ledger
+from summarizer.messages import MessageError, chain_bytes, content_text, message_size, validate_messages
+from summarizer.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
+from summarizer.providers import (
     get_compaction_provider,
     register_compaction_provider,
     registered_compaction_providers,
     unregister_compaction_provider,
 )
-from .prune import PruneSettings, prune_view
-from .restore import prepare_provider_switch, restore_chain
-from .settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
-from .summarize import SummarizeResult, asummarize_chain, summarize_chain
-from .tokens import MissingEncoding, count_tokens, is_estimate, message_tokens
-from .toolcall_ids import detect_id_template
-from .turns import split_turns
-from .validate_view import InvalidView, assert_valid_view
+from summarizer.prune import PruneSettings, prune_view
+from summarizer.restore import prepare_provider_switch, restore_chain
+from summarizer.settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
+from summarizer.summarize import SummarizeResult, asummarize_chain, summarize_chain
+from summarizer.tokens import MissingEncoding, count_tokens, is_estimate, message_tokens
+from summarizer.toolcall_ids import detect_id_template
+from summarizer.turns import split_turns
+from summarizer.validate_view import InvalidView, assert_valid_view
 
 __all__ = [
     # engine (chain AST, PentAGI passes)

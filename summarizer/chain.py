@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .chain_nodes import (
+from summarizer.chain_nodes import (
     COMPLETION,
     PAIR_KINDS,
     REQUEST_RESPONSE,
@@ -27,7 +27,7 @@ from .chain_nodes import (
     merge_lineage,
     pair_kind,
 )
-from .messages import valid_calls, validate_messages
+from summarizer.messages import valid_calls, validate_messages
 
 __all__ = [
     "parse_chain", "body_pair_from_messages", "check_invariants", "drop_null_calls", "human_parts",

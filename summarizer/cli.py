@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .settings_spec import parse_bool, parse_int
+from summarizer.settings_spec import parse_bool, parse_int
 
 __all__ = ["main", "CliError", "BackendError", "load_messages", "parse_repairing", "config_with_overrides",
            "openai_summarizer"]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .settings_spec import AGENT, ASSISTANT, SUMMARIZER_SETTINGS, parse_bool
+from summarizer.settings_spec import AGENT, ASSISTANT, SUMMARIZER_SETTINGS, parse_bool
 
 __all__ = [
     "SummarizerConfig", "LAST_SEC_BYTES", "MAX_BP_BYTES", "MAX_QA_SECTIONS", "MAX_QA_BYTES", "KEEP_QA_SECTIONS",

@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any
 
-from .formats_common import (
+from summarizer.formats_common import (
     FormatError,
     _call_names,
     _canonical,

@@ -34,8 +34,8 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .chain import human_parts
-from .chain_nodes import (
+from summarizer.chain import human_parts
+from summarizer.chain_nodes import (
     REQUEST_RESPONSE,
     SUMMARIZATION,
     SUMMARIZATION_TOOL,
@@ -45,11 +45,11 @@ from .chain_nodes import (
     Section,
     merge_lineage,
 )
-from .chain_ops import contains_tool_call_reasoning, extract_reasoning_message
-from .config import SummarizerConfig
-from .prompts import build_summary_prompt
-from .shapes import prefixed_completion, summarization_pair
-from .toolcall_ids import content_rng, generate_id
+from summarizer.chain_ops import contains_tool_call_reasoning, extract_reasoning_message
+from summarizer.config import SummarizerConfig
+from summarizer.prompts import build_summary_prompt
+from summarizer.shapes import prefixed_completion, summarization_pair
+from summarizer.toolcall_ids import content_rng, generate_id
 
 __all__ = [
     "Batch", "Outcome", "PassGen", "StageError", "PassContext", "QA_BYTES_MARGIN", "last_section_split",

@@ -9,12 +9,12 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from .chain import parse_chain
-from .chain_nodes import ChainAST, Header
-from .chain_ops import append_human, clear_reasoning, normalize_tool_call_ids, sanitize_tool_call_arguments
-from .config import SummarizerConfig
-from .summarize import SummarizeResult, summarize_chain
-from .toolcall_ids import detect_id_template
+from summarizer.chain import parse_chain
+from summarizer.chain_nodes import ChainAST, Header
+from summarizer.chain_ops import append_human, clear_reasoning, normalize_tool_call_ids, sanitize_tool_call_arguments
+from summarizer.config import SummarizerConfig
+from summarizer.summarize import SummarizeResult, summarize_chain
+from summarizer.toolcall_ids import detect_id_template
 
 __all__ = ["CONTINUE_TEXT", "restore_chain", "prepare_provider_switch"]
 

@@ -12,12 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .chain import parse_chain
-from .chain_nodes import ChainAST
-from .config import SummarizerConfig
-from .messages import chain_bytes, clone, utf8_len, validate_messages
-from .passes import Batch, PassContext, PassGen, run_passes
-from .toolcall_ids import detect_id_template, parse_id_template
+from summarizer.chain import parse_chain
+from summarizer.chain_nodes import ChainAST
+from summarizer.config import SummarizerConfig
+from summarizer.messages import chain_bytes, clone, utf8_len, validate_messages
+from summarizer.passes import Batch, PassContext, PassGen, run_passes
+from summarizer.toolcall_ids import detect_id_template, parse_id_template
 
 __all__ = ["SummarizeResult", "summarize_chain", "asummarize_chain", "drive_sync", "MAX_CONCURRENT_SUMMARIES"]
 
