@@ -4,7 +4,6 @@ The LLM comes in as a callable: `summarize(prompt: str) -> str` (or an async one
 """
 from __future__ import annotations
 
-from summarizer.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
 from summarizer.chain import (
     COMPLETION,
     REQUEST_RESPONSE,
@@ -48,7 +47,8 @@ from summarizer.prune import PruneSettings, prune_view
 from summarizer.restore import prepare_provider_switch, restore_chain
 from summarizer.settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
 from summarizer.summarize import SummarizeResult, asummarize_chain, summarize_chain
-from summarizer.tokens import MissingEncoding, count_tokens, is_estimate, message_tokens
+from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
+from summarizer.tokens.count import MissingEncoding, count_tokens, is_estimate, message_tokens
 from summarizer.toolcall_ids import detect_id_template
 from summarizer.turns import split_turns
 from summarizer.validate_view import InvalidView, assert_valid_view

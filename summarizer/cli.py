@@ -241,7 +241,7 @@ def _cmd_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _cmd_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = load_messages(args.file)
-    from summarizer.tokens import count_tokens
+    from summarizer.tokens.count import count_tokens
 
     ast = parse_repairing(messages, err)
     sections: list[dict[str, Any]] = []
@@ -277,7 +277,7 @@ def _node_size(message: Mapping[str, Any] | None) -> int:
 
 def _cmd_tokens(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = load_messages(args.file)
-    from summarizer.tokens import count_tokens, encoding_name_for, is_estimate, message_tokens
+    from summarizer.tokens.count import count_tokens, encoding_name_for, is_estimate, message_tokens
 
     per_message = [message_tokens(m, model=args.model) for m in messages]
     report = {"tokens": count_tokens(messages, model=args.model), "messages": per_message,

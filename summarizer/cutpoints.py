@@ -25,7 +25,7 @@ Measure = Callable[[Message], int]
 
 
 def _default_measure() -> Measure:
-    from summarizer.tokens import message_tokens  # lazy: the counter owns tiktoken loading
+    from summarizer.tokens.count import message_tokens  # lazy: the counter owns tiktoken loading
     return message_tokens
 
 

@@ -23,7 +23,7 @@ GIVEN_RESERVE_MAX_WINDOW_SHARE = 0.5  # a configured reserve as large as the win
 def count_functions(model: str | None, tools: Sequence[dict[str, Any]] | None
                     ) -> tuple[Callable[[Sequence[Message]], int], Callable[[Message], int]]:
     """(count a view, count one message) with our token counter for `model`."""
-    from summarizer.tokens import count_tokens, message_tokens  # lazy: tiktoken is loaded on first count
+    from summarizer.tokens.count import count_tokens, message_tokens  # lazy: tiktoken is loaded on first count
     return (lambda msgs: count_tokens(list(msgs), model=model, tools=list(tools) if tools else None),
             partial(message_tokens, model=model))
 
@@ -31,7 +31,7 @@ def count_functions(model: str | None, tools: Sequence[dict[str, Any]] | None
 def _catalog_max_output(model: str | None) -> int | None:
     if not model:
         return None
-    from summarizer.catalog import lookup_model  # lazy: the catalog loads a data file
+    from summarizer.tokens.catalog import lookup_model  # lazy: the catalog loads a data file
     info = lookup_model(model)
     return getattr(info, "max_output_tokens", None) if info else None
 

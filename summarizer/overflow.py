@@ -146,14 +146,14 @@ def call_with_overflow_recovery(call: Callable[[list[dict[str, Any]]], Any], mes
 
     `compact(view, attempt=n, observed_tokens=N|None)` returns a smaller view (a list, or a FitResult whose
     `.error` means failure); `measure(view)` is our token count, used to refuse a compaction that did not
-    shrink the view (default: summarizer.tokens.count_tokens). `truncate(view)` (optional) is the cheaper
+    shrink the view (default: summarizer.tokens.count.count_tokens). `truncate(view)` (optional) is the cheaper
     tool-result truncation tried once when the
     compaction itself fails (fact 12); it does not reset the compaction budget (fact 16). `usage_ratio(view)`
     (optional) enables compaction on timeouts when the prompt fills more than 65% of the window (fact 17).
     Returns the call's result; raises OverflowRecoveryFailed, or the call's own error when it is not an overflow.
     """
     if measure is None:
-        from summarizer.tokens import count_tokens  # lazy: keeps this module importable alone
+        from summarizer.tokens.count import count_tokens  # lazy: keeps this module importable alone
 
         measure = count_tokens
     view = list(messages)

@@ -117,7 +117,7 @@ def truncate_tool_results(messages: Sequence[dict[str, Any]], *, window_tokens: 
 
     Returns the new messages (others untouched, same objects) and the indices that were truncated.
     """
-    from summarizer.tokens import message_tokens, text_tokens  # lazy: tiktoken loads on first count
+    from summarizer.tokens.count import message_tokens, text_tokens  # lazy: tiktoken loads on first count
     limit = max_tool_result_tokens(window_tokens)
     out = list(messages)
     changed: list[int] = []

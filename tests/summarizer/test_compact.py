@@ -9,7 +9,7 @@ from summarizer.compaction_prompt import SUMMARY_INTRO, parse_summary_message
 from summarizer.config import SummarizerConfig
 from summarizer.providers import register_compaction_provider, unregister_compaction_provider
 from summarizer.summary_suffix import SUMMARY_TRUNCATED_MARKER
-from summarizer.tokens import count_tokens
+from summarizer.tokens.count import count_tokens
 from summarizer.validate_view import assert_valid_view
 from tests.summarizer.compact_fakes import Checkpoint, chain, tool_turn, words
 

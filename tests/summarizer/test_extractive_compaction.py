@@ -18,7 +18,7 @@ from summarizer.config import SummarizerConfig
 from summarizer.extractive import extractive_summarize, make_extractive
 from summarizer.identifiers import extract_identifiers, missing_identifiers
 from summarizer.summary_writer import SummaryOptions, identifier_budget_tokens, write_summary
-from summarizer.tokens import message_tokens
+from summarizer.tokens.count import message_tokens
 from summarizer.window_cut import fitted_options
 from tests.conftest import corpus_params, load_corpus
 

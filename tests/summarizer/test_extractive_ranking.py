@@ -22,7 +22,7 @@ from summarizer.identifiers import (
 )
 from summarizer.prompts import build_summary_prompt
 from summarizer.summary_writer import SPLIT_TURN_SEPARATOR, SummaryOptions, write_summary
-from summarizer.tokens import message_tokens
+from summarizer.tokens.count import message_tokens
 from tests.summarizer.test_extractive_briefing import _ai, _call, _tool
 
 TASK = {"role": "user", "content": "Enumerate corp.local from 10.2.2.0/24 and report what works."}

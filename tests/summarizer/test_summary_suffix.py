@@ -24,7 +24,7 @@ from summarizer.summary_suffix import (
     split_preserved_recent_turns,
 )
 from summarizer.summary_writer import SummaryOptions, write_summary
-from summarizer.tokens import message_tokens
+from summarizer.tokens.count import message_tokens
 from tests.fakes import tool_call
 from tests.summarizer.compact_fakes import Checkpoint
 

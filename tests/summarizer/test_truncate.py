@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from summarizer.tokens import text_tokens
+from summarizer.tokens.count import text_tokens
 from summarizer.truncate import MIN_KEEP_CHARS, truncate_text, truncate_tool_results
 
 WINDOW_TOKENS = 16_000

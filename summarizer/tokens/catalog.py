@@ -36,7 +36,7 @@ class ModelInfo:
 @functools.lru_cache(maxsize=1)
 def _catalog() -> dict[str, ModelInfo]:
     """Catalog keys and aliases -> ModelInfo (the canonical key in `.model`)."""
-    raw = json.loads(files("summarizer").joinpath("data/models.json").read_text(encoding="utf-8"))
+    raw = json.loads(files("summarizer.tokens").joinpath("data/models.json").read_text(encoding="utf-8"))
     index: dict[str, ModelInfo] = {}
     for key, entry in raw["models"].items():
         info = ModelInfo(int(entry["context_window"]), int(entry["max_output_tokens"]), key, entry["provider"])

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from summarizer.encodings import MissingEncoding, ensure_offline_encodings
+from summarizer.tokens.encodings import MissingEncoding, ensure_offline_encodings
 
 __all__ = [
     "count_tokens", "message_tokens", "text_tokens", "encoding_name_for", "is_estimate", "get_encoding",
