@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 from nothing_measured import nothing_measured  # noqa: E402
 
 from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
-from summarizer.messages import chain_bytes, content_text  # noqa: E402
-from summarizer.turns import split_turns as turns  # noqa: E402
+from summarizer.chain.messages import chain_bytes, content_text  # noqa: E402
+from summarizer.chain.turns import split_turns as turns  # noqa: E402
 
 try:
     from summarizer.identifiers import extract_identifiers, missing_identifiers

@@ -4,7 +4,8 @@ The LLM comes in as a callable: `summarize(prompt: str) -> str` (or an async one
 """
 from __future__ import annotations
 
-from summarizer.chain import (
+from summarizer.chain.messages import MessageError, chain_bytes, content_text, message_size, validate_messages
+from summarizer.chain.parse import (
     COMPLETION,
     REQUEST_RESPONSE,
     SUMMARIZATION,
@@ -18,6 +19,8 @@ from summarizer.chain import (
     check_invariants,
     parse_chain,
 )
+from summarizer.chain.toolcall_ids import detect_id_template
+from summarizer.chain.turns import split_turns
 from summarizer.compact import FitResult, compact_now, fit_to_window, overflow_compactor
 from summarizer.compaction_errors import (
     CompactionFailed,
@@ -35,7 +38,6 @@ from summarizer.formats import FORMATS, FormatError, detect_format, export_chain
 from summarizer.handler import SummaryCache, cap_input, with_cap_and_cache
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 from summarizer.ledger import with_ledger
-from summarizer.messages import MessageError, chain_bytes, content_text, message_size, validate_messages
 from summarizer.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
 from summarizer.providers import (
     get_compaction_provider,
@@ -49,8 +51,6 @@ from summarizer.settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_boo
 from summarizer.summarize import SummarizeResult, asummarize_chain, summarize_chain
 from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
 from summarizer.tokens.count import MissingEncoding, count_tokens, is_estimate, message_tokens
-from summarizer.toolcall_ids import detect_id_template
-from summarizer.turns import split_turns
 from summarizer.validate_view import InvalidView, assert_valid_view
 
 __all__ = [

@@ -76,7 +76,7 @@ def load_messages(path: str) -> list[dict[str, Any]]:
             messages = import_chain(raw)
         except FormatError as exc:
             raise CliError(f"unreadable chain: {exc}") from None
-    from summarizer.messages import MessageError, validate_messages
+    from summarizer.chain.messages import MessageError, validate_messages
 
     try:
         validate_messages(messages)
@@ -201,7 +201,7 @@ def parse_repairing(messages: list[dict[str, Any]], err: TextIO) -> Any:
     """The chain's AST, as both `inspect` and `summarize` read it: strictly when it is well formed, else
     repaired the way the engine repairs it (force mode) with a warning naming what was merged; CliError when
     even the repair cannot read it, so the two commands accept and refuse the same files."""
-    from summarizer.chain import ChainError, parse_chain
+    from summarizer.chain.parse import ChainError, parse_chain
 
     try:
         return parse_chain(messages)
@@ -270,7 +270,7 @@ def _cmd_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _node_size(message: Mapping[str, Any] | None) -> int:
-    from summarizer.messages import message_size
+    from summarizer.chain.messages import message_size
 
     return 0 if message is None else message_size(dict(message))
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from summarizer.chain_nodes import merge_lineage
+from summarizer.chain.nodes import merge_lineage
 from summarizer.compaction_errors import CompactionFailed, ContextTooLarge
 from summarizer.compaction_prompt import resolve_instructions
 from summarizer.fit_plan import (

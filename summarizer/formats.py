@@ -149,7 +149,7 @@ def _import_openai(doc: Any) -> list[dict[str, Any]]:
         canonical = _canonical(
             msg["role"], msg.get("content"), tool_calls=[_openai_call(c, i) for c in calls],
             tool_call_id=str(msg.get("tool_call_id") or ""), name=msg.get("name") or "", reasoning=reasoning)
-        # Keys we do not model (refusal, annotations, audio, a vendor's own) travel verbatim (messages.py).
+        # Keys we do not model (refusal, annotations, audio, a vendor's own) travel verbatim (chain/messages.py).
         canonical.update({k: v for k, v in msg.items() if k not in _OPENAI_MAPPED_KEYS})
         out.append(canonical)
     return _drop_redundant_names(out)

@@ -34,8 +34,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from summarizer.chain import human_parts
-from summarizer.chain_nodes import (
+from summarizer.chain.nodes import (
     REQUEST_RESPONSE,
     SUMMARIZATION,
     SUMMARIZATION_TOOL,
@@ -45,11 +44,12 @@ from summarizer.chain_nodes import (
     Section,
     merge_lineage,
 )
-from summarizer.chain_ops import contains_tool_call_reasoning, extract_reasoning_message
+from summarizer.chain.ops import contains_tool_call_reasoning, extract_reasoning_message
+from summarizer.chain.parse import human_parts
+from summarizer.chain.toolcall_ids import content_rng, generate_id
 from summarizer.config import SummarizerConfig
 from summarizer.prompts import build_summary_prompt
 from summarizer.shapes import prefixed_completion, summarization_pair
-from summarizer.toolcall_ids import content_rng, generate_id
 
 __all__ = [
     "Batch", "Outcome", "PassGen", "StageError", "PassContext", "QA_BYTES_MARGIN", "last_section_split",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from summarizer.messages import content_text, valid_calls
+from summarizer.chain.messages import content_text, valid_calls
 
 __all__ = [
     "SUMMARIZER_SYSTEM_PROMPT", "BRIEFING_SECTIONS", "INSTRUCTIONS_WITH_TASKS", "INSTRUCTIONS_MESSAGES_ONLY",

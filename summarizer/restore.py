@@ -9,12 +9,12 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from summarizer.chain import parse_chain
-from summarizer.chain_nodes import ChainAST, Header
-from summarizer.chain_ops import append_human, clear_reasoning, normalize_tool_call_ids, sanitize_tool_call_arguments
+from summarizer.chain.nodes import ChainAST, Header
+from summarizer.chain.ops import append_human, clear_reasoning, normalize_tool_call_ids, sanitize_tool_call_arguments
+from summarizer.chain.parse import parse_chain
+from summarizer.chain.toolcall_ids import detect_id_template
 from summarizer.config import SummarizerConfig
 from summarizer.summarize import SummarizeResult, summarize_chain
-from summarizer.toolcall_ids import detect_id_template
 
 __all__ = ["CONTINUE_TEXT", "restore_chain", "prepare_provider_switch"]
 

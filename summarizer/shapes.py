@@ -10,8 +10,8 @@ import base64
 import random
 from typing import Any
 
-from summarizer.chain_nodes import SUMMARIZATION_TOOL, SUMMARY_PREFIX, BodyPair, Lineage
-from summarizer.toolcall_ids import DEFAULT_ID_TEMPLATE, generate_id
+from summarizer.chain.nodes import SUMMARIZATION_TOOL, SUMMARY_PREFIX, BodyPair, Lineage
+from summarizer.chain.toolcall_ids import DEFAULT_ID_TEMPLATE, generate_id
 
 __all__ = [
     "FAKE_SIGNATURE_BYTES", "FAKE_SIGNATURE", "SUMMARY_ARGUMENTS", "summarization_pair", "prefixed_completion",

@@ -12,12 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from summarizer.chain import parse_chain
-from summarizer.chain_nodes import ChainAST
+from summarizer.chain.messages import chain_bytes, clone, utf8_len, validate_messages
+from summarizer.chain.nodes import ChainAST
+from summarizer.chain.parse import parse_chain
+from summarizer.chain.toolcall_ids import detect_id_template, parse_id_template
 from summarizer.config import SummarizerConfig
-from summarizer.messages import chain_bytes, clone, utf8_len, validate_messages
 from summarizer.passes import Batch, PassContext, PassGen, run_passes
-from summarizer.toolcall_ids import detect_id_template, parse_id_template
 
 __all__ = ["SummarizeResult", "summarize_chain", "asummarize_chain", "drive_sync", "MAX_CONCURRENT_SUMMARIES"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from summarizer.chain_nodes import merge_lineage
+from summarizer.chain.nodes import merge_lineage
 from summarizer.compaction_prompt import parse_summary_message, summary_message
 from summarizer.cutpoints import CutPoint, find_cut_point, is_valid_cut_point, turn_start_index
 from summarizer.summary_writer import SummaryOptions, write_summary

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from summarizer.chain_nodes import ChainAST
+from summarizer.chain.nodes import ChainAST
 from summarizer.passes import PassContext, PassGen
 from summarizer.summarize import drive_sync
 from tests.fakes import FakeSummarizer

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.chain import COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARY_PREFIX, parse_chain
+from summarizer.chain.parse import COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARY_PREFIX, parse_chain
 from summarizer.config import SummarizerConfig
 from summarizer.passes import StageError, last_section_split, rotate_section
 from summarizer.shapes import FAKE_SIGNATURE

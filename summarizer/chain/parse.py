@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from summarizer.chain_nodes import (
+from summarizer.chain.messages import valid_calls, validate_messages
+from summarizer.chain.nodes import (
     COMPLETION,
     PAIR_KINDS,
     REQUEST_RESPONSE,
@@ -27,7 +28,6 @@ from summarizer.chain_nodes import (
     merge_lineage,
     pair_kind,
 )
-from summarizer.messages import valid_calls, validate_messages
 
 __all__ = [
     "parse_chain", "body_pair_from_messages", "check_invariants", "drop_null_calls", "human_parts",

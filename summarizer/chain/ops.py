@@ -8,11 +8,11 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from summarizer.chain import human_parts, merge_humans
-from summarizer.chain_nodes import REQUEST_RESPONSE, SUMMARIZATION, BodyPair, ChainAST, ChainError, Header, Section
-from summarizer.messages import clone, valid_calls
-from summarizer.sanitize import sanitize_arguments
-from summarizer.toolcall_ids import content_rng, parse_id_template
+from summarizer.chain.messages import clone, valid_calls
+from summarizer.chain.nodes import REQUEST_RESPONSE, SUMMARIZATION, BodyPair, ChainAST, ChainError, Header, Section
+from summarizer.chain.parse import human_parts, merge_humans
+from summarizer.chain.sanitize import sanitize_arguments
+from summarizer.chain.toolcall_ids import content_rng, parse_id_template
 
 __all__ = [
     "append_human", "add_tool_response", "find_tool_call_responses", "normalize_tool_call_ids",

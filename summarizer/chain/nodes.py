@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from summarizer.messages import call_names, clone, message_size, valid_calls
+from summarizer.chain.messages import call_names, clone, message_size, valid_calls
 
 __all__ = [
     "SUMMARIZATION_TOOL", "SUMMARY_PREFIX", "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "PAIR_KINDS",
