@@ -30,7 +30,6 @@ from summarizer.compaction_errors import (
     SummarizeAborted,
 )
 from summarizer.compaction_prompt import MAX_INSTRUCTION_CHARS
-from summarizer.config import SummarizerConfig
 from summarizer.extractive import extractive_summarize, make_extractive
 from summarizer.fallback import retry_call, summarize_with_fallback
 from summarizer.fit_plan import FitPlan, effective_reserve, plan_fit
@@ -47,7 +46,8 @@ from summarizer.providers import (
 )
 from summarizer.prune import PruneSettings, prune_view
 from summarizer.restore import prepare_provider_switch, restore_chain
-from summarizer.settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
+from summarizer.settings.config import SummarizerConfig
+from summarizer.settings.spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
 from summarizer.summarize import SummarizeResult, asummarize_chain, summarize_chain
 from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
 from summarizer.tokens.count import MissingEncoding, count_tokens, is_estimate, message_tokens

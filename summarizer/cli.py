@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from summarizer.settings_spec import parse_bool, parse_int
+from summarizer.settings.spec import parse_bool, parse_int
 
 __all__ = ["main", "CliError", "BackendError", "load_messages", "parse_repairing", "config_with_overrides",
            "openai_summarizer"]
@@ -95,7 +95,7 @@ def _parse_value(name: str, raw: str, current: Any) -> bool | int:
 
 def config_with_overrides(profile: str, overrides: Sequence[str]) -> Any:
     """The profile's SummarizerConfig with `key=value` overrides applied (CliError on a bad key or value)."""
-    from summarizer.config import SummarizerConfig
+    from summarizer.settings.config import SummarizerConfig
 
     config = getattr(SummarizerConfig, profile)()
     names = {f.name for f in dataclasses.fields(config)}

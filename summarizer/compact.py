@@ -91,7 +91,7 @@ def _check_inputs(messages: Any, window_tokens: Any) -> None:
 
 def _restore(view: list[Message], lineage: list[list[int]], summarize: Callable[[str], str], config: Any
              ) -> tuple[list[Message], list[list[int]], int, str | None]:
-    from summarizer.config import SummarizerConfig  # lazy: the engine is only needed when step a runs
+    from summarizer.settings.config import SummarizerConfig  # lazy: the engine is only needed when step a runs
     from summarizer.summarize import summarize_chain
     result = summarize_chain(view, config or SummarizerConfig.restore(), summarize)
     if result.error:

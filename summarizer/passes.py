@@ -47,8 +47,8 @@ from summarizer.chain.nodes import (
 from summarizer.chain.ops import contains_tool_call_reasoning, extract_reasoning_message
 from summarizer.chain.parse import human_parts
 from summarizer.chain.toolcall_ids import content_rng, generate_id
-from summarizer.config import SummarizerConfig
 from summarizer.prompts import build_summary_prompt
+from summarizer.settings.config import SummarizerConfig
 from summarizer.shapes import prefixed_completion, summarization_pair
 
 __all__ = [

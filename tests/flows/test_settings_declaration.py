@@ -9,7 +9,7 @@ from flows.models import SummarizerSettings
 from flows.settings_registry import defaults_for, settings_for, summarizer_config_for
 from flows.settings_spec import PROFILES, SETTINGS_FIELDS
 from summarizer import SUMMARIZER_SETTINGS, SummarizerConfig
-from summarizer.config import ASSISTANT_ENV_PREFIX
+from summarizer.settings.config import ASSISTANT_ENV_PREFIX
 
 pytestmark = pytest.mark.django_db
 

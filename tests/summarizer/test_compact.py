@@ -6,8 +6,8 @@ import pytest
 from summarizer.compact import compact_now, effective_reserve, fit_to_window
 from summarizer.compaction_errors import CompactionFailed, ContextTooLarge
 from summarizer.compaction_prompt import SUMMARY_INTRO, parse_summary_message
-from summarizer.config import SummarizerConfig
 from summarizer.providers import register_compaction_provider, unregister_compaction_provider
+from summarizer.settings.config import SummarizerConfig
 from summarizer.summary_suffix import SUMMARY_TRUNCATED_MARKER
 from summarizer.tokens.count import count_tokens
 from summarizer.validate_view import assert_valid_view

@@ -14,9 +14,9 @@ from summarizer.audit import audit_summary, enforced_identifiers
 from summarizer.compact import compact_now, fit_to_window
 from summarizer.compaction_errors import ContextTooLarge
 from summarizer.compaction_prompt import CHARS_PER_TOKEN_ESTIMATE, build_compaction_prompt, render_messages
-from summarizer.config import SummarizerConfig
 from summarizer.extractive import extractive_summarize, make_extractive
 from summarizer.identifiers import extract_identifiers, missing_identifiers
+from summarizer.settings.config import SummarizerConfig
 from summarizer.summary_writer import SummaryOptions, identifier_budget_tokens, write_summary
 from summarizer.tokens.count import message_tokens
 from summarizer.window_cut import fitted_options

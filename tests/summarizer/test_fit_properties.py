@@ -9,7 +9,7 @@ from summarizer import parse_chain
 from summarizer.compact import fit_to_window
 from summarizer.compaction_errors import ContextTooLarge
 from summarizer.compaction_prompt import parse_summary_message
-from summarizer.config import SummarizerConfig
+from summarizer.settings.config import SummarizerConfig
 from summarizer.tokens.count import count_tokens
 from summarizer.validate_view import assert_valid_view
 from tests.conftest import corpus_params, load_corpus

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from summarizer.settings_spec import AGENT, ASSISTANT, SUMMARIZER_SETTINGS, parse_bool
+from summarizer.settings.spec import AGENT, ASSISTANT, SUMMARIZER_SETTINGS, parse_bool
 
 __all__ = [
     "SummarizerConfig", "LAST_SEC_BYTES", "MAX_BP_BYTES", "MAX_QA_SECTIONS", "MAX_QA_BYTES", "KEEP_QA_SECTIONS",
@@ -133,7 +133,7 @@ def env_names(prefix: str = AGENT_ENV_PREFIX) -> dict[str, str]:
 
 
 def parse_env_bool(var: str, raw: str) -> bool:
-    """Go's strconv.ParseBool, which PentAGI's env loader uses (the one parser of `settings_spec`)."""
+    """Go's strconv.ParseBool, which PentAGI's env loader uses (the one parser of `summarizer.settings.spec`)."""
     try:
         return parse_bool(raw)
     except ValueError as exc:
