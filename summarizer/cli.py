@@ -143,7 +143,7 @@ def openai_summarizer(environ: Mapping[str, str] | None = None, *,
     url = (base_url or DEFAULT_OPENAI_BASE_URL).rstrip("/") + "/chat/completions"
     model = (env.get("LLM_SERVER_MODEL") or "").strip() or DEFAULT_OPENAI_MODEL
     from summarizer.ledger import with_ledger
-    from summarizer.prompts import SUMMARIZER_SYSTEM_PROMPT
+    from summarizer.passes.prompts import SUMMARIZER_SYSTEM_PROMPT
 
     def summarize(prompt: str) -> str:
         body = {"model": model, "messages": [{"role": "system", "content": SUMMARIZER_SYSTEM_PROMPT},
@@ -160,7 +160,7 @@ def openai_summarizer(environ: Mapping[str, str] | None = None, *,
 
 
 def _summarizer_for(backend: str) -> Callable[[str], str]:
-    from summarizer.handler import with_cap_and_cache
+    from summarizer.passes.handler import with_cap_and_cache
 
     if backend == "openai":
         return with_cap_and_cache(openai_summarizer())
@@ -219,7 +219,7 @@ def _cmd_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = load_messages(args.input)
     parse_repairing(messages, err)
     config = config_with_overrides(args.profile, args.set or [])
-    from summarizer.summarize import summarize_chain
+    from summarizer.passes.summarize import summarize_chain
 
     result = summarize_chain(messages, config, _summarizer_for(args.backend))
     if args.json:

@@ -91,8 +91,8 @@ def _check_inputs(messages: Any, window_tokens: Any) -> None:
 
 def _restore(view: list[Message], lineage: list[list[int]], summarize: Callable[[str], str], config: Any
              ) -> tuple[list[Message], list[list[int]], int, str | None]:
+    from summarizer.passes.summarize import summarize_chain
     from summarizer.settings.config import SummarizerConfig  # lazy: the engine is only needed when step a runs
-    from summarizer.summarize import summarize_chain
     result = summarize_chain(view, config or SummarizerConfig.restore(), summarize)
     if result.error:
         return view, lineage, result.calls, f"restore profile failed: {result.error}"

@@ -1,7 +1,7 @@
 """Reading a summary prompt back into entries for the extractive summarizer.
 
 Three layouts are understood: PentAGI's csum prompt (`<tasks>` + `<messages>` with `<content>`, `<tool_call>`,
-`<tool_call_response>` parts, see summarizer.prompts), the compaction prompt (rules, `<previous_summary>`
+`<tool_call_response>` parts, see summarizer.passes.prompts), the compaction prompt (rules, `<previous_summary>`
 blocks and a `<conversation>` of `[role]` blocks, see summarizer.compaction_prompt), and anything else, which
 is treated as one block of tool output. Earlier summaries (execute_task_and_return_summary results,
 `**summarized content:**` text, `<previous_summary>` and `<summary>` blocks) become "summary" entries. The

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from summarizer.chain.nodes import ChainAST
-from summarizer.passes import PassContext, PassGen
-from summarizer.summarize import drive_sync
+from summarizer.passes.stages import PassContext, PassGen
+from summarizer.passes.summarize import drive_sync
 from tests.fakes import FakeSummarizer
 
 Message = dict[str, Any]

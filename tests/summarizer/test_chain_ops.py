@@ -27,7 +27,7 @@ from summarizer.chain.toolcall_ids import (
     id_matches,
     parse_id_template,
 )
-from summarizer.shapes import FAKE_SIGNATURE, SUMMARY_ARGUMENTS, summarization_pair
+from summarizer.passes.shapes import FAKE_SIGNATURE, SUMMARY_ARGUMENTS, summarization_pair
 from tests.summarizer.engine_builders import ai, call, human, system, tool
 
 

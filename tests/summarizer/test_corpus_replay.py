@@ -12,7 +12,7 @@ import pytest
 
 from summarizer import SummarizerConfig, check_invariants, parse_chain, summarize_chain
 from summarizer.chain.turns import split_turns as turns
-from summarizer.shapes import summarization_pair
+from summarizer.passes.shapes import summarization_pair
 from tests.conftest import corpus_params, load_corpus
 from tests.summarizer.engine_checks import REPLY, reply
 

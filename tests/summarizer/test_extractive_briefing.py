@@ -12,7 +12,7 @@ from summarizer.extractive import extractive_summarize
 from summarizer.extractive_facts import clip, finding_label, noise_identifiers, typed_findings
 from summarizer.extractive_sections import BRIEFING_TITLES
 from summarizer.identifiers import Finding, extract_identifiers, missing_identifiers
-from summarizer.prompts import build_summary_prompt
+from summarizer.passes.prompts import build_summary_prompt
 
 SUMMARY_TOOL = "execute_task_and_return_summary"
 

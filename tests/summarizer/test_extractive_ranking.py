@@ -20,7 +20,7 @@ from summarizer.identifiers import (
     extract_identifiers,
     is_case_insensitive_id,
 )
-from summarizer.prompts import build_summary_prompt
+from summarizer.passes.prompts import build_summary_prompt
 from summarizer.summary_writer import SPLIT_TURN_SEPARATOR, SummaryOptions, write_summary
 from summarizer.tokens.count import message_tokens
 from tests.summarizer.test_extractive_briefing import _ai, _call, _tool

@@ -16,7 +16,7 @@ from summarizer.chain.messages import chain_bytes, clone, utf8_len, validate_mes
 from summarizer.chain.nodes import ChainAST
 from summarizer.chain.parse import parse_chain
 from summarizer.chain.toolcall_ids import detect_id_template, parse_id_template
-from summarizer.passes import Batch, PassContext, PassGen, run_passes
+from summarizer.passes.stages import Batch, PassContext, PassGen, run_passes
 from summarizer.settings.config import SummarizerConfig
 
 __all__ = ["SummarizeResult", "summarize_chain", "asummarize_chain", "drive_sync", "MAX_CONCURRENT_SUMMARIES"]

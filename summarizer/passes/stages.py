@@ -47,9 +47,9 @@ from summarizer.chain.nodes import (
 from summarizer.chain.ops import contains_tool_call_reasoning, extract_reasoning_message
 from summarizer.chain.parse import human_parts
 from summarizer.chain.toolcall_ids import content_rng, generate_id
-from summarizer.prompts import build_summary_prompt
+from summarizer.passes.prompts import build_summary_prompt
+from summarizer.passes.shapes import prefixed_completion, summarization_pair
 from summarizer.settings.config import SummarizerConfig
-from summarizer.shapes import prefixed_completion, summarization_pair
 
 __all__ = [
     "Batch", "Outcome", "PassGen", "StageError", "PassContext", "QA_BYTES_MARGIN", "last_section_split",

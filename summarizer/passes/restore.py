@@ -13,8 +13,8 @@ from summarizer.chain.nodes import ChainAST, Header
 from summarizer.chain.ops import append_human, clear_reasoning, normalize_tool_call_ids, sanitize_tool_call_arguments
 from summarizer.chain.parse import parse_chain
 from summarizer.chain.toolcall_ids import detect_id_template
+from summarizer.passes.summarize import SummarizeResult, summarize_chain
 from summarizer.settings.config import SummarizerConfig
-from summarizer.summarize import SummarizeResult, summarize_chain
 
 __all__ = ["CONTINUE_TEXT", "restore_chain", "prepare_provider_switch"]
 
