@@ -20,7 +20,7 @@ from typing import Any
 
 from summarizer import SummarizerConfig, count_tokens, summarize_chain
 from summarizer.chain.turns import split_turns
-from summarizer.compact import ContextTooLarge, fit_to_window
+from summarizer.compact.fit import ContextTooLarge, fit_to_window
 from summarizer.extractive import make_extractive
 
 __all__ = ["StubModel", "Manager", "Ours", "LangChainSummarization", "LangMemSummarization", "Truncation",

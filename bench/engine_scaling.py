@@ -40,7 +40,7 @@ from context_managers import split_turns  # noqa: E402  (bench/ is on sys.path w
 from nothing_measured import nothing_measured  # noqa: E402
 
 from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
-from summarizer.compact import fit_to_window  # noqa: E402
+from summarizer.compact.fit import fit_to_window  # noqa: E402
 from summarizer.extractive import make_extractive  # noqa: E402
 from summarizer.tokens.count import TokenCache, count_tokens  # noqa: E402
 

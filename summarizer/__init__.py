@@ -21,18 +21,26 @@ from summarizer.chain.parse import (
 )
 from summarizer.chain.toolcall_ids import detect_id_template
 from summarizer.chain.turns import split_turns
-from summarizer.compact import FitResult, compact_now, fit_to_window, overflow_compactor
-from summarizer.compaction_errors import (
+from summarizer.compact.errors import (
     CompactionFailed,
     ContextTooLarge,
     OverflowRecoveryFailed,
     RetryableProviderError,
     SummarizeAborted,
 )
-from summarizer.compaction_prompt import MAX_INSTRUCTION_CHARS
+from summarizer.compact.fit import FitResult, compact_now, fit_to_window, overflow_compactor
+from summarizer.compact.plan import FitPlan, effective_reserve, plan_fit
+from summarizer.compact.prompt import MAX_INSTRUCTION_CHARS
+from summarizer.compact.providers import (
+    get_compaction_provider,
+    register_compaction_provider,
+    registered_compaction_providers,
+    unregister_compaction_provider,
+)
+from summarizer.compact.prune import PruneSettings, prune_view
+from summarizer.compact.validate_view import InvalidView, assert_valid_view
 from summarizer.extractive import extractive_summarize, make_extractive
 from summarizer.fallback import retry_call, summarize_with_fallback
-from summarizer.fit_plan import FitPlan, effective_reserve, plan_fit
 from summarizer.formats import FORMATS, FormatError, detect_format, export_chain, import_chain
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 from summarizer.ledger import with_ledger
@@ -40,18 +48,10 @@ from summarizer.overflow import call_with_overflow_recovery, is_context_overflow
 from summarizer.passes.handler import SummaryCache, cap_input, with_cap_and_cache
 from summarizer.passes.restore import prepare_provider_switch, restore_chain
 from summarizer.passes.summarize import SummarizeResult, asummarize_chain, summarize_chain
-from summarizer.providers import (
-    get_compaction_provider,
-    register_compaction_provider,
-    registered_compaction_providers,
-    unregister_compaction_provider,
-)
-from summarizer.prune import PruneSettings, prune_view
 from summarizer.settings.config import SummarizerConfig
 from summarizer.settings.spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
 from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
 from summarizer.tokens.count import MissingEncoding, count_tokens, is_estimate, message_tokens
-from summarizer.validate_view import InvalidView, assert_valid_view
 
 __all__ = [
     # engine (chain AST, PentAGI passes)

@@ -15,7 +15,7 @@ a value from the line), not by position; they are chosen by priority until `budg
 printed in their original order. An earlier summary in the input is merged, not nested: its titles route its
 lines into the new sections, its goal becomes the original task, and the newest ask and step move the goal on.
 
-Compaction checkpoints are audited (summarizer.audit), so for them: the size the prompt states ("... (N
+Compaction checkpoints are audited (summarizer.compact.audit), so for them: the size the prompt states ("... (N
 characters).") replaces `budget_bytes`; the newest user request is always restated under the goal heading;
 identifiers a retry names come first, then the new messages' identifiers, then an earlier checkpoint's (noise
 last, on one line, since the audit still counts them); payload-sized ones (over the audit's 200 chars) are
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from summarizer.audit import MAX_ENFORCED_IDENTIFIER_CHARS
+from summarizer.compact.audit import MAX_ENFORCED_IDENTIFIER_CHARS
 from summarizer.extractive_collect import REQUEST_CAP_BYTES, REQUEST_MIN_BYTES, Collector, Item
 from summarizer.extractive_facts import byte_size, clip, noise_identifiers, original_spelling
 from summarizer.extractive_input import (

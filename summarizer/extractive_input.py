@@ -2,7 +2,7 @@
 
 Three layouts are understood: PentAGI's csum prompt (`<tasks>` + `<messages>` with `<content>`, `<tool_call>`,
 `<tool_call_response>` parts, see summarizer.passes.prompts), the compaction prompt (rules, `<previous_summary>`
-blocks and a `<conversation>` of `[role]` blocks, see summarizer.compaction_prompt), and anything else, which
+blocks and a `<conversation>` of `[role]` blocks, see summarizer.compact.prompt), and anything else, which
 is treated as one block of tool output. Earlier summaries (execute_task_and_return_summary results,
 `**summarized content:**` text, `<previous_summary>` and `<summary>` blocks) become "summary" entries. The
 compaction prompt's own rules are read too: its size rule (`requested_budget_chars`), the identifiers a retry
@@ -45,7 +45,7 @@ _BLOCK_RES = {
     "focus": re.compile(r"^<operator_focus>\n.*?\n</operator_focus>$", re.DOTALL | re.MULTILINE),
     "ask": re.compile(r"^<latest_user_request>\n(.*?)\n</latest_user_request>$", re.DOTALL | re.MULTILINE),
 }
-# The size rule of compaction_prompt.budget_sentence and the retry list of missing_identifiers_block.
+# The size rule of summarizer.compact.prompt.budget_sentence and the retry list of missing_identifiers_block.
 _BUDGET_RE = re.compile(r"^Keep the checkpoint under about \d+ words \((\d+) characters\)\.$", re.MULTILINE)
 _NAMED_RE = re.compile(r"^(?:Your previous attempt dropped these identifiers; include each of them exactly as "
                        r"written|Include each of these identifiers exactly as written):\n((?:- .*(?:\n|$))+)",
@@ -164,6 +164,6 @@ def parse_prompt(prompt: str) -> list[Entry]:
     if not structured:
         rest = _INSTRUCTIONS_RE.sub("", prompt).strip()
         entries += _user_entries(rest) if _BLOCK_RES["summary"].search(rest) else _conversation(rest)
-    # The quoted latest request comes last so it counts as the newest ask (compaction_prompt.latest_ask_block).
+    # The quoted latest request comes last so it counts as the newest ask (summarizer.compact.prompt.latest_ask_block).
     entries += [Entry("task", m.group(1).strip()) for m in asks[-1:] if m.group(1).strip()]
     return entries

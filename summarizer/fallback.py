@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from summarizer.compaction_errors import SummarizeAborted
+from summarizer.compact.errors import SummarizeAborted
 from summarizer.overflow import is_retryable_provider_error
 
 __all__ = ["retry_call", "summarize_with_fallback", "RETRY_ATTEMPTS", "RETRY_DELAYS_SECONDS"]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from summarizer.compaction_errors import (
+from summarizer.compact.errors import (
     CompactionFailed,
     OverflowRecoveryFailed,
     RetryableProviderError,

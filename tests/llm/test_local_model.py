@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from flows.llm import ContextOverflowError, SummaryFailed, chat_callable_for, summarize_callable_for
 from flows.models import LLMCall, Outcome, ProviderConfig
 from flows.services import agent_create, chain_append, chain_summarize, flow_create, view_current
-from summarizer.compact import overflow_compactor
+from summarizer.compact.fit import overflow_compactor
 from summarizer.extractive import make_extractive
 from summarizer.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
 

@@ -7,7 +7,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from summarizer.compaction_prompt import build_compaction_prompt
+from summarizer.compact.prompt import build_compaction_prompt
 from summarizer.extractive import extractive_summarize
 from summarizer.extractive_facts import clip, finding_label, noise_identifiers, typed_findings
 from summarizer.extractive_sections import BRIEFING_TITLES

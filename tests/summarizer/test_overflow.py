@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.compaction_errors import CompactionFailed, OverflowRecoveryFailed, RetryableProviderError
+from summarizer.compact.errors import CompactionFailed, OverflowRecoveryFailed, RetryableProviderError
 from summarizer.overflow import (
     OVERFLOW_SIGNATURES,
     call_with_overflow_recovery,

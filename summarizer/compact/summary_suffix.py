@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from summarizer.truncate import tool_result_text
+from summarizer.compact.truncate import tool_result_text
 
 __all__ = [
     "ToolFailure", "FileOperations", "collect_tool_failures", "format_tool_failures_section",

@@ -8,7 +8,7 @@ exception is never retried here (no duplicate attempt, fact 34): retry policy be
 Size. The prompt states a budget (summary_budget_tokens, from the room left in the window). It is raised to
 hold every identifier the strict audit will require (within SUMMARY_BUDGET_CAP_TOKENS): a summary that is
 rejected for a missing hash helps nobody. With a split turn the budget is shared between the main summary and
-the prefix summary. The summary ends with a deterministic suffix (summarizer.summary_suffix: recent turns
+the prefix summary. The summary ends with a deterministic suffix (summarizer.compact.summary_suffix: recent turns
 quoted verbatim when asked, tool failures, files read and modified) and the whole is capped at 16,000 chars.
 """
 from __future__ import annotations
@@ -18,17 +18,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from summarizer.audit import audit_summary, enforced_identifiers, structure_fallback
-from summarizer.compaction_prompt import (
+from summarizer.compact.audit import audit_summary, enforced_identifiers, structure_fallback
+from summarizer.compact.cutpoints import prune_history_for_context_share, split_messages_by_token_share
+from summarizer.compact.prompt import (
     CHARS_PER_TOKEN_ESTIMATE,
     MAX_LATEST_ASK_CHARS,
     build_compaction_prompt,
     build_split_turn_prompt,
     render_messages,
 )
-from summarizer.cutpoints import prune_history_for_context_share, split_messages_by_token_share
-from summarizer.identifiers import extract_identifiers
-from summarizer.summary_suffix import (
+from summarizer.compact.summary_suffix import (
     MAX_COMPACTION_SUMMARY_CHARS,
     assemble_suffix,
     cap_preserving_suffix,
@@ -41,7 +40,8 @@ from summarizer.summary_suffix import (
     resolve_quality_guard_max_retries,
     split_preserved_recent_turns,
 )
-from summarizer.truncate import tool_result_text
+from summarizer.compact.truncate import tool_result_text
+from summarizer.identifiers import extract_identifiers
 
 __all__ = ["SummaryOptions", "SummaryOutcome", "write_summary", "has_real_content", "identifier_budget_tokens",
            "summary_suffix", "NO_PRIOR_HISTORY", "MAX_SUMMARY_CHUNKS", "REAL_TOOL_RESULT_ASK_DISTANCE",

@@ -1,6 +1,6 @@
 """Deciding what a fit needs, before doing anything (acceptance facts 1, 2, 4-9).
 
-Separate from compact.py so the arithmetic (reserve, budget, threshold, plan) is a set of pure functions that
+Separate from fit.py so the arithmetic (reserve, budget, threshold, plan) is a set of pure functions that
 the dashboard can also call to explain a decision without running one.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from summarizer.truncate import truncate_tool_results
+from summarizer.compact.truncate import truncate_tool_results
 
 __all__ = ["FitPlan", "plan_fit", "effective_reserve", "should_compact", "usage_tokens", "last_usage_tokens",
            "count_functions", "RESERVE_MAX_WINDOW_SHARE", "GIVEN_RESERVE_MAX_WINDOW_SHARE"]

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from summarizer.compaction_prompt import IDENTIFIERS_HEADING, REQUIRED_HEADINGS
+from summarizer.compact.prompt import IDENTIFIERS_HEADING, REQUIRED_HEADINGS
 from summarizer.identifiers import extract_identifiers, missing_identifiers
 
 __all__ = ["AuditResult", "audit_summary", "has_heading", "ask_reflected", "structure_fallback",

@@ -5,7 +5,7 @@ The view before: [system?] [previous summary message?] older ... | kept tail. Th
 the summarizer with the newly compacted messages and re-distilled into one rolling summary (never an
 ever-growing concatenation). A split turn keeps its user message verbatim and summarizes only the turn's
 earlier assistant/tool messages. When the kept tail starts with a user message, that message is carried inside
-the summary message as a second part (see compaction_prompt.summary_message) so the view stays strictly
+the summary message as a second part (see prompt.summary_message) so the view stays strictly
 parseable. Lineage is tracked throughout: every output message lists the input indices it stands for.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from summarizer.chain.nodes import merge_lineage
-from summarizer.compaction_prompt import parse_summary_message, summary_message
-from summarizer.cutpoints import CutPoint, find_cut_point, is_valid_cut_point, turn_start_index
-from summarizer.summary_writer import SummaryOptions, write_summary
+from summarizer.compact.cutpoints import CutPoint, find_cut_point, is_valid_cut_point, turn_start_index
+from summarizer.compact.prompt import parse_summary_message, summary_message
+from summarizer.compact.summary_writer import SummaryOptions, write_summary
 
 __all__ = ["CutResult", "window_cut", "fitted_options", "system_head", "MIN_SUMMARY_BUDGET_TOKENS",
            "MAX_SUMMARY_SHARE_OF_REPLACED", "SUMMARY_MESSAGE_OVERHEAD_TOKENS"]

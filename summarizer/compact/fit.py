@@ -5,8 +5,8 @@ W; a given reserve is capped at W/2), a view that fits W - R is returned unchang
 Otherwise, in this order, stopping as soon as it fits:
   a. re-run the PentAGI chain summarizer with the strict "restore" profile (bytes, no window knowledge);
   b. window cut: summarize everything before the cut into one rolling summary, keep ~keep_recent_tokens
-     (never more than W/2) verbatim (summarizer.window_cut);
-  c. truncate oversized tool results in the kept tail head + tail (summarizer.truncate);
+     (never more than W/2) verbatim (summarizer.compact.window_cut);
+  c. truncate oversized tool results in the kept tail head + tail (summarizer.compact.truncate);
   d. still too big: raise ContextTooLarge with the sizes. Nothing loops.
 One shortcut (acceptance fact 8): when truncating oversized tool results alone makes the view fit, only c
 runs: no model call, and less is lost than by summarizing. `plan_fit` makes that decision visible.
@@ -21,9 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from summarizer.chain.nodes import merge_lineage
-from summarizer.compaction_errors import CompactionFailed, ContextTooLarge
-from summarizer.compaction_prompt import resolve_instructions
-from summarizer.fit_plan import (
+from summarizer.compact.errors import CompactionFailed, ContextTooLarge
+from summarizer.compact.plan import (
     GIVEN_RESERVE_MAX_WINDOW_SHARE,
     RESERVE_MAX_WINDOW_SHARE,
     FitPlan,
@@ -32,11 +31,12 @@ from summarizer.fit_plan import (
     plan_fit,
     should_compact,
 )
-from summarizer.providers import get_compaction_provider, with_compaction_provider
-from summarizer.summary_writer import SummaryOptions
-from summarizer.truncate import truncate_tool_results
-from summarizer.validate_view import assert_valid_view
-from summarizer.window_cut import CutResult, system_head, window_cut
+from summarizer.compact.prompt import resolve_instructions
+from summarizer.compact.providers import get_compaction_provider, with_compaction_provider
+from summarizer.compact.summary_writer import SummaryOptions
+from summarizer.compact.truncate import truncate_tool_results
+from summarizer.compact.validate_view import assert_valid_view
+from summarizer.compact.window_cut import CutResult, system_head, window_cut
 
 __all__ = ["FitResult", "FitPlan", "fit_to_window", "compact_now", "plan_fit", "effective_reserve", "should_compact",
            "overflow_compactor", "ContextTooLarge", "CompactionFailed", "DEFAULT_KEEP_RECENT_TOKENS",

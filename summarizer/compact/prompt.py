@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from summarizer.truncate import tool_result_text, truncate_text
+from summarizer.compact.truncate import tool_result_text, truncate_text
 
 __all__ = [
     "REQUIRED_HEADINGS", "IDENTIFIERS_HEADING", "STRICT_IDENTIFIER_GUIDANCE", "MAX_INSTRUCTION_CHARS",
