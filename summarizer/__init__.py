@@ -40,14 +40,14 @@ from summarizer.compact.providers import (
 from summarizer.compact.prune import PruneSettings, prune_view
 from summarizer.compact.validate_view import InvalidView, assert_valid_view
 from summarizer.extractive import extractive_summarize, make_extractive
-from summarizer.fallback import retry_call, summarize_with_fallback
 from summarizer.formats import FORMATS, FormatError, detect_format, export_chain, import_chain
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 from summarizer.ledger import with_ledger
-from summarizer.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
 from summarizer.passes.handler import SummaryCache, cap_input, with_cap_and_cache
 from summarizer.passes.restore import prepare_provider_switch, restore_chain
 from summarizer.passes.summarize import SummarizeResult, asummarize_chain, summarize_chain
+from summarizer.recovery.fallback import retry_call, summarize_with_fallback
+from summarizer.recovery.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
 from summarizer.settings.config import SummarizerConfig
 from summarizer.settings.spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
 from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload

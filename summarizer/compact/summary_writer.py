@@ -3,7 +3,7 @@
 Calls are bounded: at most MAX_SUMMARY_CHUNKS partial summaries plus one merge, one split-turn prefix call,
 and `quality_guard_max_retries` retries (default 1, at most 3) of each after a failed audit. A summarizer
 exception is never retried here (no duplicate attempt, fact 34): retry policy belongs to the callable
-(summarizer.fallback.retry_call). Nothing here touches the view; the caller decides what to do with the text.
+(summarizer.recovery.fallback.retry_call). Nothing here touches the view; the caller decides what to do with the text.
 
 Size. The prompt states a budget (summary_budget_tokens, from the room left in the window). It is raised to
 hold every identifier the strict audit will require (within SUMMARY_BUDGET_CAP_TOKENS): a summary that is

@@ -14,7 +14,7 @@ from flows.llm import (
 )
 from flows.models import LLMCall
 from flows.services import flow_create
-from summarizer.overflow import is_context_overflow_error, observed_token_count
+from summarizer.recovery.overflow import is_context_overflow_error, observed_token_count
 
 from .llm_fakes import (  # noqa: F401  (fixtures)
     close_connection,
@@ -130,7 +130,7 @@ def test_a_context_overflow_in_chat_is_recognisable_and_carries_the_token_count(
 
 
 def test_chat_exhausting_its_attempts_raises_a_retryable_provider_error(flow):
-    from summarizer.overflow import is_retryable_provider_error
+    from summarizer.recovery.overflow import is_retryable_provider_error
 
     make_provider(closed_port_url(), max_attempts=2)
     with pytest.raises(RetryableProviderError) as caught:

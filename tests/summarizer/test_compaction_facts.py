@@ -26,7 +26,7 @@ from summarizer.compact.prompt import parse_summary_message
 from summarizer.compact.providers import register_compaction_provider, unregister_compaction_provider
 from summarizer.compact.summary_writer import NO_PRIOR_HISTORY, has_real_content
 from summarizer.compact.validate_view import assert_valid_view
-from summarizer.fallback import retry_call, summarize_with_fallback
+from summarizer.recovery.fallback import retry_call, summarize_with_fallback
 from summarizer.tokens.count import count_tokens, message_tokens
 from tests.summarizer.compact_fakes import Checkpoint, chain, tool_turn, words
 from tests.summarizer.test_compact import NO_RESTORE

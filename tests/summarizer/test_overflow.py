@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from summarizer.compact.errors import CompactionFailed, OverflowRecoveryFailed, RetryableProviderError
-from summarizer.overflow import (
+from summarizer.recovery.overflow import (
     OVERFLOW_SIGNATURES,
     call_with_overflow_recovery,
     is_compaction_failure,

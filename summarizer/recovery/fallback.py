@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from summarizer.compact.errors import SummarizeAborted
-from summarizer.overflow import is_retryable_provider_error
+from summarizer.recovery.overflow import is_retryable_provider_error
 
 __all__ = ["retry_call", "summarize_with_fallback", "RETRY_ATTEMPTS", "RETRY_DELAYS_SECONDS"]
 

@@ -21,7 +21,7 @@ from summarizer.compact.errors import (
     RetryableProviderError,
     SummarizeAborted,
 )
-from summarizer.overflow_patterns import (
+from summarizer.recovery.overflow_patterns import (
     COUNT_PATTERNS,
     NOT_OVERFLOW_SIGNATURES,
     OVERFLOW_CODES,
