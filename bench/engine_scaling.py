@@ -41,7 +41,7 @@ from nothing_measured import nothing_measured  # noqa: E402
 
 from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
 from summarizer.compact.fit import fit_to_window  # noqa: E402
-from summarizer.extractive import make_extractive  # noqa: E402
+from summarizer.extractive.briefing import make_extractive  # noqa: E402
 from summarizer.tokens.count import TokenCache, count_tokens  # noqa: E402
 
 __all__ = ["synthetic_turns", "corpus_turns", "replay", "main"]

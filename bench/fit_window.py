@@ -28,7 +28,7 @@ from nothing_measured import nothing_measured  # noqa: E402
 from summarizer.compact.errors import ContextTooLarge  # noqa: E402
 from summarizer.compact.fit import fit_to_window  # noqa: E402
 from summarizer.compact.prompt import render_messages  # noqa: E402
-from summarizer.extractive import make_extractive  # noqa: E402
+from summarizer.extractive.briefing import make_extractive  # noqa: E402
 from summarizer.identifiers import extract_identifiers, missing_identifiers  # noqa: E402
 from summarizer.settings.config import SummarizerConfig  # noqa: E402
 

@@ -95,7 +95,7 @@ def replay(messages: list[Message], config: SummarizerConfig, summarize: Callabl
 
 def _summarizer(kind: str) -> Callable[[str], str]:
     if kind == "extractive":
-        from summarizer.extractive import make_extractive
+        from summarizer.extractive.briefing import make_extractive
         return make_extractive()
     return lambda prompt: "summary of the earlier steps"
 

@@ -142,7 +142,7 @@ def openai_summarizer(environ: Mapping[str, str] | None = None, *,
         raise CliError("--backend openai needs OPENAI_API_KEY (or LLM_SERVER_URL for a local server)")
     url = (base_url or DEFAULT_OPENAI_BASE_URL).rstrip("/") + "/chat/completions"
     model = (env.get("LLM_SERVER_MODEL") or "").strip() or DEFAULT_OPENAI_MODEL
-    from summarizer.ledger import with_ledger
+    from summarizer.extractive.ledger import with_ledger
     from summarizer.passes.prompts import SUMMARIZER_SYSTEM_PROMPT
 
     def summarize(prompt: str) -> str:
@@ -164,7 +164,7 @@ def _summarizer_for(backend: str) -> Callable[[str], str]:
 
     if backend == "openai":
         return with_cap_and_cache(openai_summarizer())
-    from summarizer.extractive import make_extractive
+    from summarizer.extractive.briefing import make_extractive
 
     return with_cap_and_cache(make_extractive())
 

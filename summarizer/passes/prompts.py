@@ -31,7 +31,7 @@ _ALREADY_SUMMARIZED = (
 )
 
 # The sections of a briefing an agent can carry on from (issue 11); the offline summarizer writes the same ones
-# (summarizer.extractive_sections.BRIEFING_TITLES), so both backends' summaries merge when summarized again.
+# (summarizer.extractive.sections.BRIEFING_TITLES), so both backends' summaries merge when summarized again.
 BRIEFING_SECTIONS = (
     "Write it as a briefing under these titles, each on a line of its own, in this order, leaving out a title "
     "with nothing under it: 'Task and current goal:' (the original task in short, then the latest request or "

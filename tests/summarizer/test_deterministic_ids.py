@@ -11,7 +11,7 @@ from summarizer import SummarizerConfig, summarize_chain
 from summarizer.chain.ops import normalize_tool_call_ids
 from summarizer.chain.parse import parse_chain
 from summarizer.chain.toolcall_ids import id_matches
-from summarizer.extractive import make_extractive
+from summarizer.extractive.briefing import make_extractive
 from tests.summarizer.engine_builders import ai, call, human, system, tool
 
 _SUMMARY_TOOL = "execute_task_and_return_summary"

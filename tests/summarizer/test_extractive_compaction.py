@@ -16,7 +16,7 @@ from summarizer.compact.fit import compact_now, fit_to_window
 from summarizer.compact.prompt import CHARS_PER_TOKEN_ESTIMATE, build_compaction_prompt, render_messages
 from summarizer.compact.summary_writer import SummaryOptions, identifier_budget_tokens, write_summary
 from summarizer.compact.window_cut import fitted_options
-from summarizer.extractive import extractive_summarize, make_extractive
+from summarizer.extractive.briefing import extractive_summarize, make_extractive
 from summarizer.identifiers import extract_identifiers, missing_identifiers
 from summarizer.settings.config import SummarizerConfig
 from summarizer.tokens.count import message_tokens

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from summarizer.compact.prompt import build_compaction_prompt, build_split_turn_prompt
 from summarizer.compact.summary_writer import SPLIT_TURN_SEPARATOR, SummaryOptions, write_summary
-from summarizer.extractive import extractive_summarize
-from summarizer.extractive_facts import is_negative, is_strong, terms_of, typed_findings
-from summarizer.extractive_sections import BRIEFING_TITLES
+from summarizer.extractive.briefing import extractive_summarize
+from summarizer.extractive.facts import is_negative, is_strong, terms_of, typed_findings
+from summarizer.extractive.sections import BRIEFING_TITLES
 from summarizer.identifiers import (
     _FINDING_PATTERNS,
     _IDENTIFIER_RE,

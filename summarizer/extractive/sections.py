@@ -16,7 +16,7 @@ BRIEFING_TITLES = {"goal": "Task and current goal:", "done": "Done:", "critical"
                    "blocked": "Negative results and dead ends:", "next": "Open leads / next steps:"}
 BRIEFING_ORDER = ("goal", "done", "critical", "blocked", "next")
 IDENTIFIERS_LABEL = "Identifiers:"
-LEDGER_TITLE = "Ledger (audited findings and identifiers):"  # summarizer.ledger appends it to LLM summaries
+LEDGER_TITLE = "Ledger (audited findings and identifiers):"  # summarizer.extractive.ledger appends it to LLM summaries
 TASK_LABEL = "- Task: "
 ASK_LABEL = "- Latest ask: "
 STEP_LABEL = "- Current step: "

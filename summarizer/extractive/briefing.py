@@ -1,13 +1,13 @@
 """The offline summarizer: a briefing an agent can carry on from, built only from lines of its input.
 
 It is the default `summarize(prompt) -> str` callable (no model, no network, deterministic). The prompt is read
-back into entries (summarizer.extractive_input): requests, tool calls, tool output, the assistant's notes and
-earlier summaries. A PentAGI summary is written as a briefing under fixed titles (summarizer.extractive_sections):
+back into entries (summarizer.extractive.entries): requests, tool calls, tool output, the assistant's notes and
+earlier summaries. A PentAGI summary is written as a briefing under fixed titles (summarizer.extractive.sections):
 *Task and current goal* (the original task in short, the latest ask verbatim, the current plan step), *Done*
 (one line per action: the call, shortened, and its outcome), *Findings* (typed credentials and hashes, the
 agent's conclusions, result lines), *Negative results and dead ends* (failed actions and the agent's own "no X
 found"), *Open leads / next steps* (from its last plan), then the identifiers no line above quotes, noise
-classes dropped (summarizer.extractive_facts). A compaction prompt that asks for Markdown headings gets those
+classes dropped (summarizer.extractive.facts). A compaction prompt that asks for Markdown headings gets those
 headings, in its order, filled from the same groups.
 
 Lines are ranked by what they carry and by what the agent referred to afterwards (a later note or call quoting
@@ -26,9 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from summarizer.compact.audit import MAX_ENFORCED_IDENTIFIER_CHARS
-from summarizer.extractive_collect import REQUEST_CAP_BYTES, REQUEST_MIN_BYTES, Collector, Item
-from summarizer.extractive_facts import byte_size, clip, noise_identifiers, original_spelling
-from summarizer.extractive_input import (
+from summarizer.extractive.collect import REQUEST_CAP_BYTES, REQUEST_MIN_BYTES, Collector, Item
+from summarizer.extractive.entries import (
     PREVIOUS_SUMMARY,
     Entry,
     named_identifiers,
@@ -37,7 +36,8 @@ from summarizer.extractive_input import (
     requested_budget_chars,
     requested_headings,
 )
-from summarizer.extractive_sections import BRIEFING_ORDER, BRIEFING_TITLES, IDENTIFIERS_LABEL, heading_group
+from summarizer.extractive.facts import byte_size, clip, noise_identifiers, original_spelling
+from summarizer.extractive.sections import BRIEFING_ORDER, BRIEFING_TITLES, IDENTIFIERS_LABEL, heading_group
 from summarizer.identifiers import extract_identifiers, is_case_insensitive_id, missing_identifiers
 
 __all__ = ["extractive_summarize", "make_extractive", "prompt_identifiers", "DEFAULT_BUDGET_BYTES"]
@@ -210,7 +210,7 @@ def _identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool,
     """(identifiers to list, noise, spare payloads): the ones a retry names first, then the input's, as the
     input spells them.
 
-    Noise (summarizer.extractive_facts.noise_identifiers) is dropped from a PentAGI summary and listed last,
+    Noise (summarizer.extractive.facts.noise_identifiers) is dropped from a PentAGI summary and listed last,
     compactly, in a checkpoint, whose audit still counts it. Payload-sized runs (over
     MAX_ENFORCED_IDENTIFIER_CHARS: Kerberos tickets, base64 dumps) are not enforced by the audit and no
     checkpoint budget holds them, so a checkpoint reserves no room for them; a PentAGI summary lists them last,

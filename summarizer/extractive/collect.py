@@ -1,10 +1,10 @@
 """The offline summarizer's reading: entries of a summary prompt turned into prioritized briefing lines.
 
-Groups: goal, constraints, done, current, blocked, decisions, next, critical (summarizer.extractive lays them
+Groups: goal, constraints, done, current, blocked, decisions, next, critical (summarizer.extractive.briefing lays them
 out). A tool result is paired with its call (same name, first come) and becomes one Done line, "call → outcome",
 plus its few most telling lines; a failed action goes to blocked. The agent's own lines are sorted by what
 they say: a dead end ("no X found") to blocked, a plan in its last note to next, a conclusion to critical.
-A line whose value the agent used later (summarizer.extractive_facts.reference_terms) ranks higher.
+A line whose value the agent used later (summarizer.extractive.facts.reference_terms) ranks higher.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from summarizer.extractive_facts import (
+from summarizer.extractive.entries import Entry
+from summarizer.extractive.facts import (
     ELLIPSIS,
     clip,
     is_constraint,
@@ -27,8 +28,7 @@ from summarizer.extractive_facts import (
     terms_of,
     typed_findings,
 )
-from summarizer.extractive_input import Entry
-from summarizer.extractive_sections import (
+from summarizer.extractive.sections import (
     ASK_LABEL,
     NOT_A_TITLE,
     STEP_LABEL,

@@ -1,7 +1,7 @@
 """What the offline summarizer needs to know about a line: its signal, its outcome, what the agent later
 referred to, how to name a finding, and which identifiers are noise.
 
-Pure and deterministic (regex scans, linear in the input). Kept apart from summarizer.extractive so the
+Pure and deterministic (regex scans, linear in the input). Kept apart from summarizer.extractive.briefing so the
 briefing logic there reads as layout and selection only.
 """
 from __future__ import annotations

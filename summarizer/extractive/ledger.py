@@ -2,7 +2,7 @@
 
 Factory's evaluation of context compression found artifact tracking (which files, hashes, credentials) to be
 the weakest dimension of every LLM summarizer. So after the model answers, the typed findings
-(summarizer.extractive_facts.typed_findings) and the identifiers of the prompt that its summary does not
+(summarizer.extractive.facts.typed_findings) and the identifiers of the prompt that its summary does not
 quote are appended under a ledger title: a model that forgets a credential cannot lose it. Nothing is
 appended when the summary already holds everything, so a good summary stays as the model wrote it. The
 extractive summarizer needs no ledger: it lists them itself.
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from summarizer.extractive import prompt_identifiers
-from summarizer.extractive_facts import typed_findings
-from summarizer.extractive_input import parse_prompt, requested_headings
-from summarizer.extractive_sections import LEDGER_TITLE
+from summarizer.extractive.briefing import prompt_identifiers
+from summarizer.extractive.entries import parse_prompt, requested_headings
+from summarizer.extractive.facts import typed_findings
+from summarizer.extractive.sections import LEDGER_TITLE
 from summarizer.identifiers import missing_identifiers
 
 __all__ = ["ledger_for", "with_ledger", "ledgered", "LEDGER_TITLE", "LEDGER_HEADING"]
