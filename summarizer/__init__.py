@@ -41,7 +41,7 @@ from summarizer.compact.prune import PruneSettings, prune_view
 from summarizer.compact.validate_view import InvalidView, assert_valid_view
 from summarizer.extractive.briefing import extractive_summarize, make_extractive
 from summarizer.extractive.ledger import with_ledger
-from summarizer.formats import FORMATS, FormatError, detect_format, export_chain, import_chain
+from summarizer.formats.convert import FORMATS, FormatError, detect_format, export_chain, import_chain
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 from summarizer.passes.handler import SummaryCache, cap_input, with_cap_and_cache
 from summarizer.passes.restore import prepare_provider_switch, restore_chain

@@ -6,7 +6,7 @@
     python -m summarizer tokens FILE [--model M] [--json]
 
 Input: a JSON list of OpenAI messages, {"messages": [...]}, a PentAGI msgchain or OpenClaw JSONL (whatever
-summarizer.formats reads). `inspect` and `summarize` read a chain the same way: a malformed one the engine can
+summarizer.import_chain reads). `inspect` and `summarize` read a chain the same way: a malformed one the engine can
 repair (two user messages in a row) is repaired by both with a warning naming what was merged, anything
 else is refused by both. Bad input exits 2 with one line on stderr; a failed summarization exits 1 (the
 chain is then printed unchanged, PentAGI semantics). The openai backend speaks the OpenAI-compatible
@@ -68,7 +68,7 @@ def load_messages(path: str) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"cannot read {path}: {exc}") from None
     try:
-        from summarizer.formats import FormatError, import_chain
+        from summarizer.formats.convert import FormatError, import_chain
     except ImportError:  # formats is optional for the CLI: plain JSON shapes still work
         messages = _read_json_fallback(raw)
     else:

@@ -18,7 +18,7 @@ import copy
 import json
 from typing import Any
 
-from summarizer.formats_common import (
+from summarizer.formats.common import (
     FormatError,
     _call_names,
     _call_reasoning,
@@ -29,7 +29,7 @@ from summarizer.formats_common import (
     _require,
     _text_or_parts,
 )
-from summarizer.formats_pi import export_openclaw, import_openclaw
+from summarizer.formats.openclaw import export_openclaw, import_openclaw
 
 __all__ = ["FORMATS", "FormatError", "detect_format", "import_chain", "export_chain"]
 

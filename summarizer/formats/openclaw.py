@@ -1,4 +1,4 @@
-"""OpenClaw / pi session JSONL <-> our messages (see summarizer.formats for the rules both directions keep).
+"""OpenClaw / pi session JSONL <-> our messages (see summarizer.formats.convert for the rules both directions keep).
 
 pi stores a session as one JSON entry per line; `message` entries carry user / assistant / toolResult messages,
 entries form a tree through id/parentId (the active branch ends at the last entry), and pi has no system role,
@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any
 
-from summarizer.formats_common import (
+from summarizer.formats.common import (
     FormatError,
     _call_names,
     _canonical,

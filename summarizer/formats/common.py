@@ -1,4 +1,4 @@
-"""Shared pieces of the transcript importers/exporters (see summarizer.formats): errors and canonical shapes."""
+"""Shared pieces of the transcript importers/exporters (see summarizer.formats.convert): errors and canonical shapes."""
 from __future__ import annotations
 
 from collections.abc import Iterable
