@@ -1,6 +1,20 @@
 """Pure chain summarization and context management for PentAGI-style agents (no web, no HTTP).
 
 The LLM comes in as a callable: `summarize(prompt: str) -> str` (or an async one).
+
+This module is the only public door (its names are pinned by tests/summarizer/test_public_api.py); behind it
+each folder's `__init__` says what the folder owns:
+    chain/        canonical messages and PentAGI's chain AST: validate, size, parse, repair, edit
+    passes/       PentAGI's summarization passes A, B and C, their prompts and shapes, the entry points
+    settings/     the setting declarations and SummarizerConfig with PentAGI's profiles
+    compact/      fitting a view into the model's window: plan, window cut, truncation, pruning, checkpoints
+    recovery/     a failed provider call: context overflow recognised and recovered from, retry and fallback
+    extractive/   the offline summarizer and the ledger appended to a model's summary
+    formats/      transcript import and export (OpenAI messages, PentAGI msgchain, OpenClaw JSONL)
+    tokens/       token counts (tiktoken, offline) and the model catalog
+    identifiers.py  opaque identifiers and security findings in free text; cli.py  `python -m summarizer`
+An underscore name is private to its folder, and the folders import each other one way only
+(tests/summarizer/test_package_layout.py).
 """
 from __future__ import annotations
 
