@@ -58,6 +58,7 @@ from summarizer.extractive.ledger import with_ledger
 from summarizer.formats.convert import FORMATS, FormatError, detect_format, export_chain, import_chain
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 from summarizer.passes.handler import SummaryCache, cap_input, with_cap_and_cache
+from summarizer.passes.prompts import COMPACTION_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT
 from summarizer.passes.restore import prepare_provider_switch, restore_chain
 from summarizer.passes.summarize import SummarizeResult, asummarize_chain, summarize_chain
 from summarizer.recovery.fallback import retry_call, summarize_with_fallback
@@ -93,4 +94,6 @@ __all__ = [
     "with_ledger", "is_case_insensitive_id",
     # settings: one declaration per setting, one boolean parser (Go's strconv.ParseBool set)
     "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
+    # the system prompts every summary request is sent with (one text per purpose, for the app and the CLI)
+    "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT",
 ]

@@ -143,10 +143,10 @@ def openai_summarizer(environ: Mapping[str, str] | None = None, *,
     url = (base_url or DEFAULT_OPENAI_BASE_URL).rstrip("/") + "/chat/completions"
     model = (env.get("LLM_SERVER_MODEL") or "").strip() or DEFAULT_OPENAI_MODEL
     from summarizer.extractive.ledger import with_ledger
-    from summarizer.passes.prompts import SUMMARIZER_SYSTEM_PROMPT
+    from summarizer.passes.prompts import SUMMARY_SYSTEM_PROMPT
 
     def summarize(prompt: str) -> str:
-        body = {"model": model, "messages": [{"role": "system", "content": SUMMARIZER_SYSTEM_PROMPT},
+        body = {"model": model, "messages": [{"role": "system", "content": SUMMARY_SYSTEM_PROMPT},
                                              {"role": "user", "content": prompt}]}
         payload = _post_json(url, body, api_key, timeout_seconds)
         choices = payload.get("choices") if isinstance(payload, dict) else None

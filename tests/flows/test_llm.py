@@ -70,6 +70,15 @@ def test_it_sends_the_summarizer_system_prompt_and_the_prompt_to_the_default_pro
     assert fake_endpoint.requests[0]["auth"] == "Bearer sk-test-secret-key-1234"
 
 
+def test_the_system_prompts_are_the_engines_texts():
+    import summarizer
+    from flows.llm.prompts import system_prompt_for
+
+    # one source: the CLI's openai backend sends summarizer.SUMMARY_SYSTEM_PROMPT too
+    assert system_prompt_for("summary") is SUMMARY_SYSTEM_PROMPT is summarizer.SUMMARY_SYSTEM_PROMPT
+    assert system_prompt_for("compaction") is summarizer.COMPACTION_SYSTEM_PROMPT
+
+
 def test_what_the_model_left_out_is_appended_as_the_ledger_before_caching(fake_endpoint, flow):
     make_provider(fake_endpoint.url)
     fake_endpoint.queue(completion("ssh is open"))
