@@ -42,9 +42,12 @@ from context_managers import (  # noqa: E402
 )
 from nothing_measured import nothing_measured  # noqa: E402
 
-from summarizer import count_tokens  # noqa: E402
+from summarizer import (  # noqa: E402
+    count_tokens,
+    extract_identifiers,
+    missing_identifiers,
+)
 from summarizer.extractive.facts import is_noise_class  # noqa: E402
-from summarizer.identifiers import extract_identifiers, missing_identifiers  # noqa: E402
 
 __all__ = ["Row", "replay_file", "main", "MANAGERS", "view_text"]
 

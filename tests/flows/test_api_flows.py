@@ -6,7 +6,7 @@ import json
 import pytest
 
 from flows.models import Chain, Flow
-from summarizer.formats.convert import import_chain
+from summarizer import import_chain
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from django.test import Client
 
 from flows.models import ChainView, LLMCall, ProviderConfig, SummaryEvent
 from flows.selectors_chain import EVENTS_SHOWN
-from summarizer.formats.convert import import_chain
+from summarizer import import_chain
 from tests.app_fixtures import call
 
 pytestmark = pytest.mark.django_db

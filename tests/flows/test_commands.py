@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from flows.models import ApiToken, Chain, Flow, Message, hash_token
 from flows.settings_registry import settings_for
-from summarizer.formats.convert import FORMATS, import_chain
+from summarizer import FORMATS, import_chain
 from tests.conftest import corpus_params, load_corpus
 
 pytestmark = pytest.mark.django_db

@@ -23,7 +23,7 @@ from flows.demo import (
 )
 from flows.demo_upstream import ScriptedUpstream
 from flows.models import ApiToken, Chain, Flow, GatewayCall, Message, ModelWindow, SettingsChange, SummaryEvent
-from summarizer.chain.messages import validate_messages
+from summarizer import validate_messages
 
 IP = re.compile(r"\b(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})\b")
 

@@ -10,7 +10,7 @@ from django.test.client import MULTIPART_CONTENT
 from flows.models import Agent, Chain, Flow, Message
 from flows.selectors import chain_raw_messages
 from flows.services import chain_append, chain_import
-from summarizer.formats.convert import FORMATS, FormatError, export_chain, import_chain
+from summarizer import FORMATS, FormatError, export_chain, import_chain
 from tests.conftest import corpus_params, load_corpus
 
 pytestmark = pytest.mark.django_db

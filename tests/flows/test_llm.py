@@ -15,8 +15,7 @@ from flows.llm import (
 from flows.models import LLMCall, SummaryEvent
 from flows.services import agent_create, flow_create
 from flows.settings_registry import settings_for
-from summarizer.extractive.briefing import make_extractive
-from summarizer.tokens.count import count_tokens
+from summarizer import count_tokens, make_extractive
 
 from .llm_fakes import (
     completion,

@@ -14,7 +14,7 @@ from flows.llm import (
 )
 from flows.models import LLMCall
 from flows.services import flow_create
-from summarizer.recovery.overflow import is_context_overflow_error, observed_token_count
+from summarizer import is_context_overflow_error, observed_token_count
 
 from .llm_fakes import (  # noqa: F401  (fixtures)
     close_connection,

@@ -15,7 +15,7 @@ from flows.providers import (
     split_model_ref,
 )
 from flows.services import flow_create
-from summarizer.tokens.catalog import lookup_model
+from summarizer import lookup_model
 
 from .llm_fakes import (
     closed_port_url,

@@ -12,9 +12,13 @@ from django.contrib.auth import get_user_model
 from flows.llm import ContextOverflowError, SummaryFailed, chat_callable_for, summarize_callable_for
 from flows.models import LLMCall, Outcome, ProviderConfig
 from flows.services import agent_create, chain_append, chain_summarize, flow_create, view_current
-from summarizer.compact.fit import overflow_compactor
-from summarizer.extractive.briefing import make_extractive
-from summarizer.recovery.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
+from summarizer import (
+    call_with_overflow_recovery,
+    is_context_overflow_error,
+    make_extractive,
+    observed_token_count,
+    overflow_compactor,
+)
 
 from .conftest import MODEL_ALIAS, N_CTX_TOKENS
 
