@@ -10,7 +10,7 @@ manager it prints, for the view the model receives after the last turn:
   - identifier retention: the identifiers (summarizer.identifiers: hashes, IPs, host:port, paths, URLs, CVE
     ids) of the raw messages the view no longer holds verbatim, and the share of them still found in the view;
     also without the noise classes summaries leave out on purpose (bare numbers, hexdump offsets, library and
-    installer paths: summarizer.extractive_facts.is_noise_class).
+    installer paths: summarizer.extractive.facts.is_noise_class).
 A manager that cannot be installed or driven here gets one row saying why; the others still run.
 
 Usage (scripts/bench runs it in .venv-bench): python bench/compare_context_managers.py [--window 16384]
@@ -42,9 +42,12 @@ from context_managers import (  # noqa: E402
 )
 from nothing_measured import nothing_measured  # noqa: E402
 
-from summarizer import count_tokens  # noqa: E402
-from summarizer.extractive_facts import is_noise_class  # noqa: E402
-from summarizer.identifiers import extract_identifiers, missing_identifiers  # noqa: E402
+from summarizer import (  # noqa: E402
+    count_tokens,
+    extract_identifiers,
+    missing_identifiers,
+)
+from summarizer.extractive.facts import is_noise_class  # noqa: E402
 
 __all__ = ["Row", "replay_file", "main", "MANAGERS", "view_text"]
 

@@ -18,10 +18,15 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from summarizer import SummarizerConfig, count_tokens, summarize_chain
-from summarizer.compact import ContextTooLarge, fit_to_window
-from summarizer.extractive import make_extractive
-from summarizer.turns import split_turns
+from summarizer import (
+    ContextTooLarge,
+    SummarizerConfig,
+    count_tokens,
+    fit_to_window,
+    make_extractive,
+    split_turns,
+    summarize_chain,
+)
 
 __all__ = ["StubModel", "Manager", "Ours", "LangChainSummarization", "LangMemSummarization", "Truncation",
            "budget_tokens", "split_turns", "normalized", "RESERVE_SHARE", "STUB_SUMMARY_BYTES", "STUB_SUMMARY_TOKENS"]

@@ -39,10 +39,13 @@ sys.path.insert(0, str(ROOT))
 from context_managers import split_turns  # noqa: E402  (bench/ is on sys.path when run as a script)
 from nothing_measured import nothing_measured  # noqa: E402
 
-from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
-from summarizer.compact import fit_to_window  # noqa: E402
-from summarizer.extractive import make_extractive  # noqa: E402
-from summarizer.tokens import TokenCache, count_tokens  # noqa: E402
+from summarizer import (  # noqa: E402
+    SummarizerConfig,
+    fit_to_window,
+    make_extractive,
+    summarize_chain,
+)
+from summarizer.tokens.count import TokenCache, count_tokens  # noqa: E402
 
 __all__ = ["synthetic_turns", "corpus_turns", "replay", "main"]
 

@@ -25,12 +25,15 @@ sys.path.insert(0, str(ROOT))
 
 from nothing_measured import nothing_measured  # noqa: E402
 
-from summarizer.compact import fit_to_window  # noqa: E402
-from summarizer.compaction_errors import ContextTooLarge  # noqa: E402
-from summarizer.compaction_prompt import render_messages  # noqa: E402
-from summarizer.config import SummarizerConfig  # noqa: E402
-from summarizer.extractive import make_extractive  # noqa: E402
-from summarizer.identifiers import extract_identifiers, missing_identifiers  # noqa: E402
+from summarizer import (  # noqa: E402
+    ContextTooLarge,
+    SummarizerConfig,
+    extract_identifiers,
+    fit_to_window,
+    make_extractive,
+    missing_identifiers,
+)
+from summarizer.compact.prompt import render_messages  # noqa: E402
 
 __all__ = ["fit_row", "main"]
 

@@ -25,12 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 from nothing_measured import nothing_measured  # noqa: E402
 
-from summarizer import SummarizerConfig, summarize_chain  # noqa: E402
-from summarizer.messages import chain_bytes, content_text  # noqa: E402
-from summarizer.turns import split_turns as turns  # noqa: E402
+from summarizer import SummarizerConfig, chain_bytes, content_text, summarize_chain  # noqa: E402
+from summarizer import split_turns as turns  # noqa: E402
 
 try:
-    from summarizer.identifiers import extract_identifiers, missing_identifiers
+    from summarizer import extract_identifiers, missing_identifiers
 except ImportError:  # the identifiers module is optional for this benchmark
     extract_identifiers = missing_identifiers = None
 
@@ -95,7 +94,7 @@ def replay(messages: list[Message], config: SummarizerConfig, summarize: Callabl
 
 def _summarizer(kind: str) -> Callable[[str], str]:
     if kind == "extractive":
-        from summarizer.extractive import make_extractive
+        from summarizer import make_extractive
         return make_extractive()
     return lambda prompt: "summary of the earlier steps"
 

@@ -7,9 +7,11 @@ engine's internals can move freely, and what the app relies on is listed in one 
 from __future__ import annotations
 
 from summarizer import (
+    COMPACTION_SYSTEM_PROMPT,
     FORMATS,
     MAX_INSTRUCTION_CHARS,
     SUMMARIZER_SETTINGS,
+    SUMMARY_SYSTEM_PROMPT,
     ChainError,
     ContextTooLarge,
     FormatError,
@@ -76,4 +78,6 @@ __all__ = [
     "SUMMARIZER_SETTINGS", "SettingSpec", "parse_bool", "window_check",
     # compaction provider plugins
     "register_compaction_provider", "registered_compaction_providers",
+    # the system prompts sent with every summary request (the engine's CLI sends the same summary prompt)
+    "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT",
 ]

@@ -14,7 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from pentagi_web.redis_urls import RedisUrlError, redis_targets
 from pentagi_web.security import HSTS_SECONDS
-from summarizer.encodings import ensure_offline_encodings
+from summarizer.tokens.encodings import ensure_offline_encodings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PENTAGI_WEB_VAR_DIR", BASE_DIR / "var"))

@@ -1,11 +1,25 @@
 """Pure chain summarization and context management for PentAGI-style agents (no web, no HTTP).
 
 The LLM comes in as a callable: `summarize(prompt: str) -> str` (or an async one).
+
+This module is the only public door (its names are pinned by tests/summarizer/test_public_api.py); behind it
+each folder's `__init__` says what the folder owns:
+    chain/        canonical messages and PentAGI's chain AST: validate, size, parse, repair, edit
+    passes/       PentAGI's summarization passes A, B and C, their prompts and shapes, the entry points
+    settings/     the setting declarations and SummarizerConfig with PentAGI's profiles
+    compact/      fitting a view into the model's window: plan, window cut, truncation, pruning, checkpoints
+    recovery/     a failed provider call: context overflow recognised and recovered from, retry and fallback
+    extractive/   the offline summarizer and the ledger appended to a model's summary
+    formats/      transcript import and export (OpenAI messages, PentAGI msgchain, OpenClaw JSONL)
+    tokens/       token counts (tiktoken, offline) and the model catalog
+    identifiers.py  opaque identifiers and security findings in free text; cli.py  `python -m summarizer`
+An underscore name is private to its folder, and the folders import each other one way only
+(tests/summarizer/test_package_layout.py).
 """
 from __future__ import annotations
 
-from .catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
-from .chain import (
+from summarizer.chain.messages import MessageError, chain_bytes, content_text, message_size, validate_messages
+from summarizer.chain.parse import (
     COMPLETION,
     REQUEST_RESPONSE,
     SUMMARIZATION,
@@ -19,39 +33,40 @@ from .chain import (
     check_invariants,
     parse_chain,
 )
-from .compact import FitResult, compact_now, fit_to_window, overflow_compactor
-from .compaction_errors import (
+from summarizer.chain.toolcall_ids import detect_id_template
+from summarizer.chain.turns import split_turns
+from summarizer.compact.errors import (
     CompactionFailed,
     ContextTooLarge,
     OverflowRecoveryFailed,
     RetryableProviderError,
     SummarizeAborted,
 )
-from .compaction_prompt import MAX_INSTRUCTION_CHARS
-from .config import SummarizerConfig
-from .extractive import extractive_summarize, make_extractive
-from .fallback import retry_call, summarize_with_fallback
-from .fit_plan import FitPlan, effective_reserve, plan_fit
-from .formats import FORMATS, FormatError, detect_format, export_chain, import_chain
-from .handler import SummaryCache, cap_input, with_cap_and_cache
-from .identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
-from .ledger import with_ledger
-from .messages import MessageError, chain_bytes, content_text, message_size, validate_messages
-from .overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
-from .providers import (
+from summarizer.compact.fit import FitResult, compact_now, fit_to_window, overflow_compactor
+from summarizer.compact.plan import FitPlan, effective_reserve, plan_fit
+from summarizer.compact.prompt import MAX_INSTRUCTION_CHARS
+from summarizer.compact.providers import (
     get_compaction_provider,
     register_compaction_provider,
     registered_compaction_providers,
     unregister_compaction_provider,
 )
-from .prune import PruneSettings, prune_view
-from .restore import prepare_provider_switch, restore_chain
-from .settings_spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
-from .summarize import SummarizeResult, asummarize_chain, summarize_chain
-from .tokens import MissingEncoding, count_tokens, is_estimate, message_tokens
-from .toolcall_ids import detect_id_template
-from .turns import split_turns
-from .validate_view import InvalidView, assert_valid_view
+from summarizer.compact.prune import PruneSettings, prune_view
+from summarizer.compact.validate_view import InvalidView, assert_valid_view
+from summarizer.extractive.briefing import extractive_summarize, make_extractive
+from summarizer.extractive.ledger import with_ledger
+from summarizer.formats.convert import FORMATS, FormatError, detect_format, export_chain, import_chain
+from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
+from summarizer.passes.handler import SummaryCache, cap_input, with_cap_and_cache
+from summarizer.passes.prompts import COMPACTION_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT
+from summarizer.passes.restore import prepare_provider_switch, restore_chain
+from summarizer.passes.summarize import SummarizeResult, asummarize_chain, summarize_chain
+from summarizer.recovery.fallback import retry_call, summarize_with_fallback
+from summarizer.recovery.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
+from summarizer.settings.config import SummarizerConfig
+from summarizer.settings.spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
+from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
+from summarizer.tokens.count import MissingEncoding, count_tokens, is_estimate, message_tokens
 
 __all__ = [
     # engine (chain AST, PentAGI passes)
@@ -79,4 +94,6 @@ __all__ = [
     "with_ledger", "is_case_insensitive_id",
     # settings: one declaration per setting, one boolean parser (Go's strconv.ParseBool set)
     "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
+    # the system prompts every summary request is sent with (one text per purpose, for the app and the CLI)
+    "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT",
 ]

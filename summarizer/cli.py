@@ -6,7 +6,7 @@
     python -m summarizer tokens FILE [--model M] [--json]
 
 Input: a JSON list of OpenAI messages, {"messages": [...]}, a PentAGI msgchain or OpenClaw JSONL (whatever
-summarizer.formats reads). `inspect` and `summarize` read a chain the same way: a malformed one the engine can
+summarizer.import_chain reads). `inspect` and `summarize` read a chain the same way: a malformed one the engine can
 repair (two user messages in a row) is repaired by both with a warning naming what was merged, anything
 else is refused by both. Bad input exits 2 with one line on stderr; a failed summarization exits 1 (the
 chain is then printed unchanged, PentAGI semantics). The openai backend speaks the OpenAI-compatible
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .settings_spec import parse_bool, parse_int
+from summarizer.settings.spec import parse_bool, parse_int
 
 __all__ = ["main", "CliError", "BackendError", "load_messages", "parse_repairing", "config_with_overrides",
            "openai_summarizer"]
@@ -68,7 +68,7 @@ def load_messages(path: str) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"cannot read {path}: {exc}") from None
     try:
-        from summarizer.formats import FormatError, import_chain
+        from summarizer.formats.convert import FormatError, import_chain
     except ImportError:  # formats is optional for the CLI: plain JSON shapes still work
         messages = _read_json_fallback(raw)
     else:
@@ -76,7 +76,7 @@ def load_messages(path: str) -> list[dict[str, Any]]:
             messages = import_chain(raw)
         except FormatError as exc:
             raise CliError(f"unreadable chain: {exc}") from None
-    from summarizer.messages import MessageError, validate_messages
+    from summarizer.chain.messages import MessageError, validate_messages
 
     try:
         validate_messages(messages)
@@ -95,7 +95,7 @@ def _parse_value(name: str, raw: str, current: Any) -> bool | int:
 
 def config_with_overrides(profile: str, overrides: Sequence[str]) -> Any:
     """The profile's SummarizerConfig with `key=value` overrides applied (CliError on a bad key or value)."""
-    from summarizer.config import SummarizerConfig
+    from summarizer.settings.config import SummarizerConfig
 
     config = getattr(SummarizerConfig, profile)()
     names = {f.name for f in dataclasses.fields(config)}
@@ -142,11 +142,11 @@ def openai_summarizer(environ: Mapping[str, str] | None = None, *,
         raise CliError("--backend openai needs OPENAI_API_KEY (or LLM_SERVER_URL for a local server)")
     url = (base_url or DEFAULT_OPENAI_BASE_URL).rstrip("/") + "/chat/completions"
     model = (env.get("LLM_SERVER_MODEL") or "").strip() or DEFAULT_OPENAI_MODEL
-    from summarizer.ledger import with_ledger
-    from summarizer.prompts import SUMMARIZER_SYSTEM_PROMPT
+    from summarizer.extractive.ledger import with_ledger
+    from summarizer.passes.prompts import SUMMARY_SYSTEM_PROMPT
 
     def summarize(prompt: str) -> str:
-        body = {"model": model, "messages": [{"role": "system", "content": SUMMARIZER_SYSTEM_PROMPT},
+        body = {"model": model, "messages": [{"role": "system", "content": SUMMARY_SYSTEM_PROMPT},
                                              {"role": "user", "content": prompt}]}
         payload = _post_json(url, body, api_key, timeout_seconds)
         choices = payload.get("choices") if isinstance(payload, dict) else None
@@ -160,11 +160,11 @@ def openai_summarizer(environ: Mapping[str, str] | None = None, *,
 
 
 def _summarizer_for(backend: str) -> Callable[[str], str]:
-    from summarizer.handler import with_cap_and_cache
+    from summarizer.passes.handler import with_cap_and_cache
 
     if backend == "openai":
         return with_cap_and_cache(openai_summarizer())
-    from summarizer.extractive import make_extractive
+    from summarizer.extractive.briefing import make_extractive
 
     return with_cap_and_cache(make_extractive())
 
@@ -201,7 +201,7 @@ def parse_repairing(messages: list[dict[str, Any]], err: TextIO) -> Any:
     """The chain's AST, as both `inspect` and `summarize` read it: strictly when it is well formed, else
     repaired the way the engine repairs it (force mode) with a warning naming what was merged; CliError when
     even the repair cannot read it, so the two commands accept and refuse the same files."""
-    from summarizer.chain import ChainError, parse_chain
+    from summarizer.chain.parse import ChainError, parse_chain
 
     try:
         return parse_chain(messages)
@@ -219,7 +219,7 @@ def _cmd_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = load_messages(args.input)
     parse_repairing(messages, err)
     config = config_with_overrides(args.profile, args.set or [])
-    from summarizer.summarize import summarize_chain
+    from summarizer.passes.summarize import summarize_chain
 
     result = summarize_chain(messages, config, _summarizer_for(args.backend))
     if args.json:
@@ -241,7 +241,7 @@ def _cmd_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _cmd_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = load_messages(args.file)
-    from summarizer.tokens import count_tokens
+    from summarizer.tokens.count import count_tokens
 
     ast = parse_repairing(messages, err)
     sections: list[dict[str, Any]] = []
@@ -270,14 +270,14 @@ def _cmd_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _node_size(message: Mapping[str, Any] | None) -> int:
-    from summarizer.messages import message_size
+    from summarizer.chain.messages import message_size
 
     return 0 if message is None else message_size(dict(message))
 
 
 def _cmd_tokens(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = load_messages(args.file)
-    from summarizer.tokens import count_tokens, encoding_name_for, is_estimate, message_tokens
+    from summarizer.tokens.count import count_tokens, encoding_name_for, is_estimate, message_tokens
 
     per_message = [message_tokens(m, model=args.model) for m in messages]
     report = {"tokens": count_tokens(messages, model=args.model), "messages": per_message,

@@ -1,6 +1,6 @@
 """Defaults per profile, validation, environment import/export and the engine config of settings rows.
 
-Each setting is declared once in `flows.core.settings_spec` (the engine's eight in `summarizer.settings_spec`).
+Each setting is declared once in `flows.core.settings_spec` (the engine's eight in `summarizer.settings.spec`).
 PentAGI reads these from environment variables once at start-up; here they live in `SummarizerSettings` rows
 (one per profile, plus optional per-flow overrides). On first use the default row of a profile is created
 from the environment (empty = unset, as PentAGI's env library treats it), so an existing PentAGI `.env`

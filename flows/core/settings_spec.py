@@ -1,6 +1,6 @@
 """Every setting of a `SummarizerSettings` row, declared once (no Django here, so models can derive from it).
 
-The engine's eight PentAGI settings come from `summarizer.settings_spec`; the dashboard adds its compaction
+The engine's eight PentAGI settings come from `summarizer.settings.spec`; the dashboard adds its compaction
 settings (window fit, tokens). Their variables are `COMPACTION_<NAME>` for agents and
 `ASSISTANT_COMPACTION_<NAME>` for the assistant, following PentAGI's `ASSISTANT_SUMMARIZER_*` pattern (PentAGI
 itself has no compaction variables). When importing, an assistant variable that is unset falls back to the

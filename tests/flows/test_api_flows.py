@@ -6,7 +6,7 @@ import json
 import pytest
 
 from flows.models.chains import Chain, Flow
-from summarizer.formats import import_chain
+from summarizer import import_chain
 
 pytestmark = pytest.mark.django_db
 

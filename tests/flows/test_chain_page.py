@@ -9,7 +9,7 @@ from django.test import Client
 from flows.models.chains import ChainView, SummaryEvent
 from flows.models.providers import LLMCall, ProviderConfig
 from flows.pages.selectors import EVENTS_SHOWN
-from summarizer.formats import import_chain
+from summarizer import import_chain
 from tests.app_fixtures import call
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from flows.config.registry import settings_for
 from flows.models.chains import Chain, Flow, Message
 from flows.models.providers import ApiToken, hash_token
-from summarizer.formats import FORMATS, import_chain
+from summarizer import FORMATS, import_chain
 from tests.conftest import corpus_params, load_corpus
 
 pytestmark = pytest.mark.django_db

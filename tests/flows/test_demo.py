@@ -26,7 +26,7 @@ from flows.models.chains import Chain, Flow, Message, SummaryEvent
 from flows.models.gateway import GatewayCall
 from flows.models.providers import ApiToken, ModelWindow
 from flows.models.settings import SettingsChange
-from summarizer.messages import validate_messages
+from summarizer import validate_messages
 
 IP = re.compile(r"\b(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})\b")
 

@@ -10,7 +10,7 @@ from django.test.client import MULTIPART_CONTENT
 from flows.ingest.append import chain_append
 from flows.ingest.importing import chain_import
 from flows.models.chains import Agent, Chain, Flow, Message
-from summarizer.formats import FORMATS, FormatError, export_chain, import_chain
+from summarizer import FORMATS, FormatError, export_chain, import_chain
 from tests.conftest import corpus_params, load_corpus
 
 pytestmark = pytest.mark.django_db

@@ -5,14 +5,13 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from flows.config.registry import settings_for
+from flows.engine import SUMMARY_SYSTEM_PROMPT
 from flows.ingest.create import agent_create, flow_create
 from flows.models.chains import SummaryEvent
 from flows.models.providers import LLMCall
 from flows.pipeline.llm.callables import chat_callable_for, plan_for, summarize_callable_for
 from flows.pipeline.llm.errors import LLMError, SummaryFailed
-from flows.pipeline.llm.prompts import SUMMARY_SYSTEM_PROMPT
-from summarizer.extractive import make_extractive
-from summarizer.tokens import count_tokens
+from summarizer import count_tokens, make_extractive
 
 from .llm_fakes import (
     completion,
@@ -64,6 +63,15 @@ def test_it_sends_the_summarizer_system_prompt_and_the_prompt_to_the_default_pro
     assert sent["messages"] == [{"role": "system", "content": SUMMARY_SYSTEM_PROMPT},
                                 {"role": "user", "content": PROMPT}]
     assert fake_endpoint.requests[0]["auth"] == "Bearer sk-test-secret-key-1234"
+
+
+def test_the_system_prompts_are_the_engines_texts():
+    import summarizer
+    from flows.pipeline.llm.prompts import system_prompt_for
+
+    # one source: the CLI's openai backend sends summarizer.SUMMARY_SYSTEM_PROMPT too
+    assert system_prompt_for("summary") is SUMMARY_SYSTEM_PROMPT is summarizer.SUMMARY_SYSTEM_PROMPT
+    assert system_prompt_for("compaction") is summarizer.COMPACTION_SYSTEM_PROMPT
 
 
 def test_what_the_model_left_out_is_appended_as_the_ledger_before_caching(fake_endpoint, flow):

@@ -9,7 +9,7 @@ from flows.ingest.create import flow_create
 from flows.models.providers import LLMCall
 from flows.pipeline.llm.callables import chat_callable_for, summarize_callable_for
 from flows.pipeline.llm.errors import ContextOverflowError, RetryableProviderError, SummaryFailed
-from summarizer.overflow import is_context_overflow_error, observed_token_count
+from summarizer import is_context_overflow_error, observed_token_count
 
 from .llm_fakes import (  # noqa: F401  (fixtures)
     close_connection,
@@ -125,7 +125,7 @@ def test_a_context_overflow_in_chat_is_recognisable_and_carries_the_token_count(
 
 
 def test_chat_exhausting_its_attempts_raises_a_retryable_provider_error(flow):
-    from summarizer.overflow import is_retryable_provider_error
+    from summarizer.recovery.overflow import is_retryable_provider_error
 
     make_provider(closed_port_url(), max_attempts=2)
     with pytest.raises(RetryableProviderError) as caught:

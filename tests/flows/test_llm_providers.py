@@ -15,7 +15,7 @@ from flows.config.endpoints import (
 )
 from flows.ingest.create import flow_create
 from flows.models.providers import ModelWindow, ProviderConfig
-from summarizer.catalog import lookup_model
+from summarizer import lookup_model
 
 from .llm_fakes import (
     closed_port_url,

@@ -9,7 +9,7 @@ from flows.core.settings_spec import PROFILES, SETTINGS_FIELDS
 from flows.models.settings import SummarizerSettings
 from flows.pages.forms import SummarizerSettingsForm
 from summarizer import SUMMARIZER_SETTINGS, SummarizerConfig
-from summarizer.config import ASSISTANT_ENV_PREFIX
+from summarizer.settings.config import ASSISTANT_ENV_PREFIX
 
 pytestmark = pytest.mark.django_db
 

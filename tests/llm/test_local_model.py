@@ -17,9 +17,13 @@ from flows.pipeline.llm.callables import chat_callable_for, summarize_callable_f
 from flows.pipeline.llm.errors import ContextOverflowError, SummaryFailed
 from flows.pipeline.runs import view_current
 from flows.pipeline.summarization import chain_summarize
-from summarizer.compact import overflow_compactor
-from summarizer.extractive import make_extractive
-from summarizer.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
+from summarizer import (
+    call_with_overflow_recovery,
+    is_context_overflow_error,
+    make_extractive,
+    observed_token_count,
+    overflow_compactor,
+)
 
 from .conftest import MODEL_ALIAS, N_CTX_TOKENS
 

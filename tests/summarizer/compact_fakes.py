@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from summarizer.compaction_prompt import REQUIRED_HEADINGS
+from summarizer.compact.prompt import REQUIRED_HEADINGS
 from summarizer.identifiers import extract_identifiers
 from tests.fakes import tool_call
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from summarizer.chain_nodes import ChainAST
-from summarizer.passes import PassContext, PassGen
-from summarizer.summarize import drive_sync
+from summarizer.chain.nodes import ChainAST
+from summarizer.passes.stages import PassContext, PassGen
+from summarizer.passes.summarize import drive_sync
 from tests.fakes import FakeSummarizer
 
 Message = dict[str, Any]

@@ -5,9 +5,9 @@ import random
 from typing import Any
 
 from summarizer import SummarizerConfig, check_invariants, parse_chain, summarize_chain
-from summarizer.chain_nodes import COMPLETION, ChainAST
-from summarizer.messages import call_names, chain_bytes, message_size
-from summarizer.passes import last_section_split
+from summarizer.chain.messages import call_names, chain_bytes, message_size
+from summarizer.chain.nodes import COMPLETION, ChainAST
+from summarizer.passes.stages import last_section_split
 
 Message = dict[str, Any]
 REPLY = "S"

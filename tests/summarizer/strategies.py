@@ -8,8 +8,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from summarizer.chain import SUMMARIZATION_TOOL, SUMMARY_PREFIX
-from summarizer.config import SummarizerConfig
+from summarizer.chain.parse import SUMMARIZATION_TOOL, SUMMARY_PREFIX
+from summarizer.settings.config import SummarizerConfig
 
 __all__ = ["chains", "small_configs", "texts"]
 

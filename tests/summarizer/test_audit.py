@@ -1,8 +1,8 @@
 """The summary quality gate and the fallback structure (compaction.md §6, acceptance facts 43-45)."""
 from __future__ import annotations
 
-from summarizer.audit import NONE_CAPTURED, ask_reflected, audit_summary, has_heading, structure_fallback
-from summarizer.compaction_prompt import IDENTIFIERS_HEADING, REQUIRED_HEADINGS
+from summarizer.compact.audit import NONE_CAPTURED, ask_reflected, audit_summary, has_heading, structure_fallback
+from summarizer.compact.prompt import IDENTIFIERS_HEADING, REQUIRED_HEADINGS
 from summarizer.identifiers import extract_identifiers
 
 GOOD = "\n".join(f"{h}\nNone." for h in REQUIRED_HEADINGS)

@@ -6,7 +6,7 @@ from importlib.resources import files
 
 import pytest
 
-from summarizer.catalog import (
+from summarizer.tokens.catalog import (
     MIN_AGENT_WINDOW_TOKENS,
     WARN_WINDOW_TOKENS,
     ModelInfo,
@@ -33,7 +33,7 @@ def test_the_catalog_knows_the_common_model_families(model):
 
 
 def test_every_catalog_entry_is_sane():
-    raw = json.loads(files("summarizer").joinpath("data/models.json").read_text(encoding="utf-8"))
+    raw = json.loads(files("summarizer.tokens").joinpath("data/models.json").read_text(encoding="utf-8"))
     assert len(catalog_models()) == len(raw["models"])
     for info in catalog_models():
         assert info.context_window >= 8192 and 0 < info.max_output_tokens <= info.context_window, info

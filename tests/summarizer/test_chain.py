@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.chain import (
+from summarizer.chain.messages import MessageError
+from summarizer.chain.ops import append_human
+from summarizer.chain.parse import (
     COMPLETION,
     REQUEST_RESPONSE,
     SUMMARIZATION,
@@ -15,8 +17,6 @@ from summarizer.chain import (
     check_invariants,
     parse_chain,
 )
-from summarizer.chain_ops import append_human
-from summarizer.messages import MessageError
 from tests.summarizer.engine_builders import ai, call, human, system, tool
 
 

@@ -7,9 +7,8 @@ import re
 
 import pytest
 
-from summarizer.chain import SUMMARIZATION, SUMMARIZATION_TOOL, ChainError, parse_chain
-from summarizer.chain_nodes import BodyPair, ChainAST, Header, Section
-from summarizer.chain_ops import (
+from summarizer.chain.nodes import BodyPair, ChainAST, Header, Section
+from summarizer.chain.ops import (
     add_tool_response,
     append_human,
     clear_reasoning,
@@ -19,15 +18,16 @@ from summarizer.chain_ops import (
     normalize_tool_call_ids,
     sanitize_tool_call_arguments,
 )
-from summarizer.sanitize import escape_control_chars, sanitize_arguments
-from summarizer.shapes import FAKE_SIGNATURE, SUMMARY_ARGUMENTS, summarization_pair
-from summarizer.toolcall_ids import (
+from summarizer.chain.parse import SUMMARIZATION, SUMMARIZATION_TOOL, ChainError, parse_chain
+from summarizer.chain.sanitize import escape_control_chars, sanitize_arguments
+from summarizer.chain.toolcall_ids import (
     CHARSETS,
     detect_id_template,
     generate_id,
     id_matches,
     parse_id_template,
 )
+from summarizer.passes.shapes import FAKE_SIGNATURE, SUMMARY_ARGUMENTS, summarization_pair
 from tests.summarizer.engine_builders import ai, call, human, system, tool
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.prompts import (
+from summarizer.passes.prompts import (
     INSTRUCTIONS_MESSAGES_ONLY,
     INSTRUCTIONS_TASKS_ONLY,
     INSTRUCTIONS_WITH_TASKS,

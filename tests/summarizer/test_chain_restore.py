@@ -4,8 +4,8 @@ from __future__ import annotations
 import random
 
 from summarizer import check_invariants, parse_chain
-from summarizer.chain import SUMMARIZATION_TOOL, UNHANDLED_CALL_TEXT
-from summarizer.restore import CONTINUE_TEXT, prepare_provider_switch, restore_chain
+from summarizer.chain.parse import SUMMARIZATION_TOOL, UNHANDLED_CALL_TEXT
+from summarizer.passes.restore import CONTINUE_TEXT, prepare_provider_switch, restore_chain
 from tests.summarizer.engine_builders import FakeSummarizer, ai, call, human, rr, system, tool
 
 

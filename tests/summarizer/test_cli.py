@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from summarizer import SUMMARY_SYSTEM_PROMPT
 from summarizer.cli import BackendError, CliError, main, openai_summarizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,6 +186,8 @@ def test_the_openai_backend_posts_chat_completions(llm_server):
     assert request["path"] == "/v1/chat/completions" and request["auth"] == "Bearer sk-test"
     assert request["body"]["model"] == "local-model"
     assert [m["role"] for m in request["body"]["messages"]] == ["system", "user"]
+    # the app's summary prompt, from the one place it is written (summarizer.passes.prompts)
+    assert request["body"]["messages"][0]["content"] == SUMMARY_SYSTEM_PROMPT
 
 
 def test_cli_summarize_with_the_openai_backend(llm_server, chain_file, monkeypatch):

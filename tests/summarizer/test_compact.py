@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.compact import compact_now, effective_reserve, fit_to_window
-from summarizer.compaction_errors import CompactionFailed, ContextTooLarge
-from summarizer.compaction_prompt import SUMMARY_INTRO, parse_summary_message
-from summarizer.config import SummarizerConfig
-from summarizer.providers import register_compaction_provider, unregister_compaction_provider
-from summarizer.summary_suffix import SUMMARY_TRUNCATED_MARKER
-from summarizer.tokens import count_tokens
-from summarizer.validate_view import assert_valid_view
+from summarizer.compact.errors import CompactionFailed, ContextTooLarge
+from summarizer.compact.fit import compact_now, effective_reserve, fit_to_window
+from summarizer.compact.prompt import SUMMARY_INTRO, parse_summary_message
+from summarizer.compact.providers import register_compaction_provider, unregister_compaction_provider
+from summarizer.compact.summary_suffix import SUMMARY_TRUNCATED_MARKER
+from summarizer.compact.validate_view import assert_valid_view
+from summarizer.settings.config import SummarizerConfig
+from summarizer.tokens.count import count_tokens
 from tests.summarizer.compact_fakes import Checkpoint, chain, tool_turn, words
 
 # A restore profile so generous that step a never changes anything: isolates steps b-d.

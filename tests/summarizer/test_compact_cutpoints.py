@@ -4,7 +4,7 @@ Sizes follow the facts' notation: chars/4 via an explicit measure, so the number
 """
 from __future__ import annotations
 
-from summarizer.cutpoints import (
+from summarizer.compact.cutpoints import (
     drop_orphan_tool_results,
     find_cut_point,
     prune_history_for_context_share,

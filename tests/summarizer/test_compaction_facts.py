@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.compact import compact_now, fit_to_window
-from summarizer.compaction_errors import RetryableProviderError, SummarizeAborted
-from summarizer.compaction_prompt import parse_summary_message
-from summarizer.fallback import retry_call, summarize_with_fallback
-from summarizer.fit_plan import effective_reserve, last_usage_tokens, plan_fit, should_compact, usage_tokens
-from summarizer.providers import register_compaction_provider, unregister_compaction_provider
-from summarizer.summary_writer import NO_PRIOR_HISTORY, has_real_content
-from summarizer.tokens import count_tokens, message_tokens
-from summarizer.validate_view import assert_valid_view
+from summarizer.compact.errors import RetryableProviderError, SummarizeAborted
+from summarizer.compact.fit import compact_now, fit_to_window
+from summarizer.compact.plan import effective_reserve, last_usage_tokens, plan_fit, should_compact, usage_tokens
+from summarizer.compact.prompt import parse_summary_message
+from summarizer.compact.providers import register_compaction_provider, unregister_compaction_provider
+from summarizer.compact.summary_writer import NO_PRIOR_HISTORY, has_real_content
+from summarizer.compact.validate_view import assert_valid_view
+from summarizer.recovery.fallback import retry_call, summarize_with_fallback
+from summarizer.tokens.count import count_tokens, message_tokens
 from tests.summarizer.compact_fakes import Checkpoint, chain, tool_turn, words
 from tests.summarizer.test_compact import NO_RESTORE
 

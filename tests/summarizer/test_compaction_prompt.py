@@ -1,7 +1,7 @@
 """The compaction prompt, identifier policy, operator instructions and the summary message (§5, §6)."""
 from __future__ import annotations
 
-from summarizer.compaction_prompt import (
+from summarizer.compact.prompt import (
     CHARS_PER_TOKEN_ESTIMATE,
     LATEST_ASK_TAG,
     MAX_INSTRUCTION_CHARS,

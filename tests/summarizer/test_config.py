@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from summarizer.config import SummarizerConfig, env_names
+from summarizer.settings.config import SummarizerConfig, env_names
 
 FIELDS = ("preserve_last", "use_qa", "summ_human_in_qa", "last_sec_bytes", "max_bp_bytes", "max_qa_sections",
           "max_qa_bytes", "keep_qa_sections", "last_section_reserve_percent")

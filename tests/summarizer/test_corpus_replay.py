@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from summarizer import SummarizerConfig, check_invariants, parse_chain, summarize_chain
-from summarizer.shapes import summarization_pair
-from summarizer.turns import split_turns as turns
+from summarizer.chain.turns import split_turns as turns
+from summarizer.passes.shapes import summarization_pair
 from tests.conftest import corpus_params, load_corpus
 from tests.summarizer.engine_checks import REPLY, reply
 

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from summarizer import SummarizerConfig, summarize_chain
-from summarizer.chain import parse_chain
-from summarizer.chain_ops import normalize_tool_call_ids
-from summarizer.extractive import make_extractive
-from summarizer.toolcall_ids import id_matches
+from summarizer.chain.ops import normalize_tool_call_ids
+from summarizer.chain.parse import parse_chain
+from summarizer.chain.toolcall_ids import id_matches
+from summarizer.extractive.briefing import make_extractive
 from tests.summarizer.engine_builders import ai, call, human, system, tool
 
 _SUMMARY_TOOL = "execute_task_and_return_summary"

@@ -5,11 +5,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from summarizer.audit import audit_summary
-from summarizer.compaction_prompt import REQUIRED_HEADINGS, build_compaction_prompt
-from summarizer.extractive import extractive_summarize, make_extractive
+from summarizer.compact.audit import audit_summary
+from summarizer.compact.prompt import REQUIRED_HEADINGS, build_compaction_prompt
+from summarizer.extractive.briefing import extractive_summarize, make_extractive
 from summarizer.identifiers import extract_identifiers, missing_identifiers
-from summarizer.prompts import INSTRUCTIONS_WITH_TASKS, build_summary_prompt
+from summarizer.passes.prompts import INSTRUCTIONS_WITH_TASKS, build_summary_prompt
 from tests.conftest import corpus_params, load_corpus
 from tests.fakes import tool_call
 

@@ -7,12 +7,12 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from summarizer.compaction_prompt import build_compaction_prompt
-from summarizer.extractive import extractive_summarize
-from summarizer.extractive_facts import clip, finding_label, noise_identifiers, typed_findings
-from summarizer.extractive_sections import BRIEFING_TITLES
+from summarizer.compact.prompt import build_compaction_prompt
+from summarizer.extractive.briefing import extractive_summarize
+from summarizer.extractive.facts import clip, finding_label, noise_identifiers, typed_findings
+from summarizer.extractive.sections import BRIEFING_TITLES
 from summarizer.identifiers import Finding, extract_identifiers, missing_identifiers
-from summarizer.prompts import build_summary_prompt
+from summarizer.passes.prompts import build_summary_prompt
 
 SUMMARY_TOOL = "execute_task_and_return_summary"
 
@@ -181,7 +181,7 @@ def test_an_ample_budget_keeps_every_identifier_the_agent_saw(values):
 
 
 def test_the_ledger_adds_what_a_model_forgot_and_nothing_when_it_forgot_nothing():
-    from summarizer.ledger import LEDGER_TITLE, with_ledger
+    from summarizer.extractive.ledger import LEDGER_TITLE, with_ledger
 
     forgetful = with_ledger(PROMPT, "The agent looked at SMB.")
     assert forgetful.startswith("The agent looked at SMB.\n\n" + LEDGER_TITLE)
@@ -192,7 +192,7 @@ def test_the_ledger_adds_what_a_model_forgot_and_nothing_when_it_forgot_nothing(
 
 
 def test_a_ledger_merges_into_findings_when_summarized_again():
-    from summarizer.ledger import with_ledger
+    from summarizer.extractive.ledger import with_ledger
 
     rolled = [_ai("**summarized content:**\n" + with_ledger(PROMPT, "The agent looked at SMB.")), _ai("Next: crack.")]
     summary = extractive_summarize(build_summary_prompt([TASK], rolled))

@@ -10,16 +10,16 @@ import re
 
 import pytest
 
-from summarizer.audit import audit_summary, enforced_identifiers
-from summarizer.compact import compact_now, fit_to_window
-from summarizer.compaction_errors import ContextTooLarge
-from summarizer.compaction_prompt import CHARS_PER_TOKEN_ESTIMATE, build_compaction_prompt, render_messages
-from summarizer.config import SummarizerConfig
-from summarizer.extractive import extractive_summarize, make_extractive
+from summarizer.compact.audit import audit_summary, enforced_identifiers
+from summarizer.compact.errors import ContextTooLarge
+from summarizer.compact.fit import compact_now, fit_to_window
+from summarizer.compact.prompt import CHARS_PER_TOKEN_ESTIMATE, build_compaction_prompt, render_messages
+from summarizer.compact.summary_writer import SummaryOptions, identifier_budget_tokens, write_summary
+from summarizer.compact.window_cut import fitted_options
+from summarizer.extractive.briefing import extractive_summarize, make_extractive
 from summarizer.identifiers import extract_identifiers, missing_identifiers
-from summarizer.summary_writer import SummaryOptions, identifier_budget_tokens, write_summary
-from summarizer.tokens import message_tokens
-from summarizer.window_cut import fitted_options
+from summarizer.settings.config import SummarizerConfig
+from summarizer.tokens.count import message_tokens
 from tests.conftest import corpus_params, load_corpus
 
 NO_RESTORE = SummarizerConfig(preserve_last=False, use_qa=False, keep_qa_sections=1000)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from summarizer.compaction_prompt import build_compaction_prompt, build_split_turn_prompt
-from summarizer.extractive import extractive_summarize
-from summarizer.extractive_facts import is_negative, is_strong, terms_of, typed_findings
-from summarizer.extractive_sections import BRIEFING_TITLES
+from summarizer.compact.prompt import build_compaction_prompt, build_split_turn_prompt
+from summarizer.compact.summary_writer import SPLIT_TURN_SEPARATOR, SummaryOptions, write_summary
+from summarizer.extractive.briefing import extractive_summarize
+from summarizer.extractive.facts import is_negative, is_strong, terms_of, typed_findings
+from summarizer.extractive.sections import BRIEFING_TITLES
 from summarizer.identifiers import (
     _FINDING_PATTERNS,
     _IDENTIFIER_RE,
@@ -20,9 +21,8 @@ from summarizer.identifiers import (
     extract_identifiers,
     is_case_insensitive_id,
 )
-from summarizer.prompts import build_summary_prompt
-from summarizer.summary_writer import SPLIT_TURN_SEPARATOR, SummaryOptions, write_summary
-from summarizer.tokens import message_tokens
+from summarizer.passes.prompts import build_summary_prompt
+from summarizer.tokens.count import message_tokens
 from tests.summarizer.test_extractive_briefing import _ai, _call, _tool
 
 TASK = {"role": "user", "content": "Enumerate corp.local from 10.2.2.0/24 and report what works."}

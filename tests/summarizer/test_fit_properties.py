@@ -6,12 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from summarizer import parse_chain
-from summarizer.compact import fit_to_window
-from summarizer.compaction_errors import ContextTooLarge
-from summarizer.compaction_prompt import parse_summary_message
-from summarizer.config import SummarizerConfig
-from summarizer.tokens import count_tokens
-from summarizer.validate_view import assert_valid_view
+from summarizer.compact.errors import ContextTooLarge
+from summarizer.compact.fit import fit_to_window
+from summarizer.compact.prompt import parse_summary_message
+from summarizer.compact.validate_view import assert_valid_view
+from summarizer.settings.config import SummarizerConfig
+from summarizer.tokens.count import count_tokens
 from tests.conftest import corpus_params, load_corpus
 from tests.summarizer.compact_fakes import Checkpoint, words
 

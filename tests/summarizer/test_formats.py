@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from summarizer.formats import FORMATS, FormatError, detect_format, export_chain, import_chain
-from summarizer.messages import validate_messages
+from summarizer.chain.messages import validate_messages
+from summarizer.formats.convert import FORMATS, FormatError, detect_format, export_chain, import_chain
 from tests.conftest import corpus_params, load_corpus
 
 CALL_ID = "call_aaaaaaaaaaaaaaaaaaaaaaaa"

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from summarizer.handler import (
+from summarizer.passes.handler import (
     TRUNCATION_MARKER,
     SummaryCache,
     awith_cap_and_cache,

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.compaction_errors import CompactionFailed, OverflowRecoveryFailed, RetryableProviderError
-from summarizer.overflow import (
+from summarizer.compact.errors import CompactionFailed, OverflowRecoveryFailed, RetryableProviderError
+from summarizer.recovery.overflow import (
     OVERFLOW_SIGNATURES,
     call_with_overflow_recovery,
     is_compaction_failure,

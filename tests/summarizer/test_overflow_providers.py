@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.overflow import is_context_overflow_error, observed_token_count
+from summarizer.recovery.overflow import is_context_overflow_error, observed_token_count
 
 PROVIDERS = [
     # (provider, message, observed prompt tokens or None)

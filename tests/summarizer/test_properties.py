@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from summarizer import SummarizerConfig, parse_chain
-from summarizer.messages import chain_bytes
+from summarizer.chain.messages import chain_bytes
 from tests.conftest import corpus_params, load_corpus
 from tests.summarizer.engine_checks import assert_sizes_add_up, assert_summarize_invariants
 from tests.summarizer.strategies import chains, small_configs

@@ -1,7 +1,7 @@
 """Pruning old tool results per request (compaction.md §9, acceptance facts 53-60)."""
 from __future__ import annotations
 
-from summarizer.prune import (
+from summarizer.compact.prune import (
     CLEARED_PLACEHOLDER,
     IMAGE_PLACEHOLDER,
     PruneSettings,

@@ -17,6 +17,7 @@ PUBLIC_NAMES = {
     "unregister_compaction_provider", "prune_view", "PruneSettings", "assert_valid_view", "InvalidView",
     "registered_compaction_providers", "window_check", "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
     "MAX_INSTRUCTION_CHARS", "with_ledger", "is_case_insensitive_id",
+    "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT",
 }
 
 

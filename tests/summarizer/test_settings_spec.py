@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from summarizer import SUMMARIZER_SETTINGS, SummarizerConfig, parse_bool
 from summarizer.cli import CliError, config_with_overrides
-from summarizer.config import ASSISTANT_ENV_PREFIX, env_names
-from summarizer.settings_spec import FALSE_WORDS, TRUE_WORDS, parse_int
+from summarizer.settings.config import ASSISTANT_ENV_PREFIX, env_names
+from summarizer.settings.spec import FALSE_WORDS, TRUE_WORDS, parse_int
 
 GO_TRUE = ["1", "t", "T", "TRUE", "true", "True"]
 GO_FALSE = ["0", "f", "F", "FALSE", "false", "False"]

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.chain import COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARY_PREFIX, parse_chain
-from summarizer.passes import StageError, stage_a
-from summarizer.shapes import prefixed_completion, summarization_pair
+from summarizer.chain.parse import COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARY_PREFIX, parse_chain
+from summarizer.passes.shapes import prefixed_completion, summarization_pair
+from summarizer.passes.stages import StageError, stage_a
 from tests.summarizer.engine_builders import FakeSummarizer, ai, call, ctx, human, rr, run_pass, section_kinds, system
 
 

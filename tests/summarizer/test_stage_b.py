@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.chain import COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARY_PREFIX, parse_chain
-from summarizer.config import SummarizerConfig
-from summarizer.passes import StageError, last_section_split, rotate_section
-from summarizer.shapes import FAKE_SIGNATURE
+from summarizer.chain.parse import COMPLETION, REQUEST_RESPONSE, SUMMARIZATION, SUMMARY_PREFIX, parse_chain
+from summarizer.passes.shapes import FAKE_SIGNATURE
+from summarizer.passes.stages import StageError, last_section_split, rotate_section
+from summarizer.settings.config import SummarizerConfig
 from tests.summarizer.engine_builders import (
     FakeSummarizer,
     ai,

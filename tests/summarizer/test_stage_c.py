@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.chain import SUMMARIZATION, SUMMARY_PREFIX, parse_chain
-from summarizer.config import SummarizerConfig
-from summarizer.passes import StageError, recent_sections_to_keep, stage_c
+from summarizer.chain.parse import SUMMARIZATION, SUMMARY_PREFIX, parse_chain
+from summarizer.passes.stages import StageError, recent_sections_to_keep, stage_c
+from summarizer.settings.config import SummarizerConfig
 from tests.summarizer.engine_builders import FakeSummarizer, ai, ctx, human, rr, run_pass, system
 
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from summarizer import SummarizerConfig, asummarize_chain, check_invariants, parse_chain, summarize_chain
-from summarizer.chain import REQUEST_RESPONSE, SUMMARIZATION, SUMMARIZATION_TOOL
+from summarizer.chain.parse import REQUEST_RESPONSE, SUMMARIZATION, SUMMARIZATION_TOOL
 from tests.summarizer.engine_builders import FakeSummarizer, ai, call, human, rr, rr_of_size, system, tool
 
 KB = 1024

@@ -5,7 +5,7 @@ wiring: write_summary appends the suffix to the summary the model wrote and caps
 """
 from __future__ import annotations
 
-from summarizer.summary_suffix import (
+from summarizer.compact.summary_suffix import (
     MAX_FILE_OPS_SECTION_CHARS,
     PRESERVED_TURNS_HEADING,
     SUMMARY_TRUNCATED_MARKER,
@@ -23,8 +23,8 @@ from summarizer.summary_suffix import (
     resolve_recent_turns_preserve,
     split_preserved_recent_turns,
 )
-from summarizer.summary_writer import SummaryOptions, write_summary
-from summarizer.tokens import message_tokens
+from summarizer.compact.summary_writer import SummaryOptions, write_summary
+from summarizer.tokens.count import message_tokens
 from tests.fakes import tool_call
 from tests.summarizer.compact_fakes import Checkpoint
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-import summarizer.encodings as encodings
-from summarizer import tokens
-from summarizer.tokens import (
+import summarizer.tokens.count as tokens
+import summarizer.tokens.encodings as encodings
+from summarizer.tokens.count import (
     IMAGE_TOKENS_HIGH,
     IMAGE_TOKENS_LOW,
     REPLY_PRIMING_TOKENS,

@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from summarizer.tokens import text_tokens
-from summarizer.truncate import MIN_KEEP_CHARS, truncate_text, truncate_tool_results
+from summarizer.compact.truncate import MIN_KEEP_CHARS, truncate_text, truncate_tool_results
+from summarizer.tokens.count import text_tokens
 
 WINDOW_TOKENS = 16_000
 _MARKER_RE = re.compile(r"\[\.\.\. (\d+) chars omitted \.\.\.\]")

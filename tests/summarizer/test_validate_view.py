@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from summarizer.validate_view import InvalidView, assert_valid_view, view_problems
+from summarizer.compact.validate_view import InvalidView, assert_valid_view, view_problems
 from tests.fakes import tool_call
 
 call = tool_call

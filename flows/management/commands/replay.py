@@ -1,6 +1,6 @@
 """`manage.py replay FILE [--speed X] [--owner USER]`: replay a transcript live, turn by turn.
 
-Any format `summarizer.formats.import_chain` reads works (OpenAI JSON, PentAGI msgchain, OpenClaw JSONL).
+Any format `summarizer.import_chain` reads works (OpenAI JSON, PentAGI msgchain, OpenClaw JSONL).
 A running `manage.py run` gets every event and summarization live (flows.core.relay); without one, a worker
 embedded here summarizes. Restarting the same replay resumes it: the flow is found by title and owner, and
 messages already stored (by seq) are skipped, after checking the stored ones are the file's own.

@@ -5,6 +5,7 @@ Public surface: `summarize_callable_for`, `chat_callable_for`, `provider_from_en
 prompts (system prompts), recording (LLMCall rows), callables (choosing the backend, caching, fallbacks).
 """
 from flows.config import provider_from_env
+from flows.engine import COMPACTION_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT
 from flows.pipeline.llm.callables import (
     PURPOSES,
     Plan,
@@ -22,7 +23,6 @@ from flows.pipeline.llm.errors import (
     RetryableProviderError,
     SummaryFailed,
 )
-from flows.pipeline.llm.prompts import COMPACTION_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT
 
 __all__ = [
     "summarize_callable_for", "chat_callable_for", "provider_from_env", "plan_for", "Plan", "Target", "PURPOSES",

@@ -7,7 +7,7 @@ Which backend writes a summary is decided once, when the callable is built (a pl
   "compaction" the flow settings' `compaction_model` (explicit: that model only, never a fallback) or, unset,
   the agent's model followed by `fallback_models`, each tried in turn on retryable provider errors.
 Every HTTP call and every cache hit becomes an LLMCall row, linked to the event when one is given. A model's
-summary gets the deterministic ledger of what it left out (summarizer.ledger) before it is cached or used.
+summary gets the deterministic ledger of what it left out (summarizer.extractive.ledger) before it is cached or used.
 """
 from __future__ import annotations
 

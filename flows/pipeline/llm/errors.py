@@ -45,7 +45,7 @@ class ProviderError(LLMError):
 class RetryableProviderError(ProviderError, _CoreRetryableError):
     """Connection error, timeout, 5xx or rate limit: another attempt (or another model) may succeed.
 
-    Also a summarizer.overflow.RetryableProviderError, so the window-fit layer treats it as one.
+    Also a summarizer.RetryableProviderError, so the window-fit layer treats it as one.
     """
 
     retryable = True
