@@ -1,1 +1,1 @@
-"""The JSON API (DESIGN.md "Contracts"): flows, agents, chains, import/export and settings."""
+"""The JSON API (docs/design.md "Contracts", in full in docs/api.md): flows, agents, chains, import/export, settings."""
