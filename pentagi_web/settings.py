@@ -2,7 +2,7 @@
 
 Defaults run everything on one machine with nothing to install: SQLite (WAL), the in-memory channel layer and
 Celery's in-process memory broker (the `run` command embeds the worker). Setting `DATABASE_URL` (PostgreSQL) and
-`REDIS_URL` switches to the scale-out column of DESIGN.md: Redis broker/result backend and channels-redis.
+`REDIS_URL` switches to the scale-out column of docs/design.md: Redis broker/result backend and channels-redis.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A real Celery worker running in a thread of the current process (the embedded default of DESIGN.md).
+"""A real Celery worker running in a thread of the current process (the embedded default of docs/design.md).
 
 With the `memory://` broker the producer (web requests, the demo) and this worker share one process, so
 queued tasks run here, on a pool of EMBEDDED_WORKER_THREADS threads (default 4): one chain whose model

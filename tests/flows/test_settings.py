@@ -18,7 +18,7 @@ from flows.models.settings import SettingsChange, SummarizerSettings
 
 pytestmark = pytest.mark.django_db
 
-# spec/product.md, "PentAGI: chain summarization" table (+ USE_QA / SUM_MSG_HUMAN_IN_QA from the text below it)
+# PentAGI's published defaults, USE_QA and SUM_MSG_HUMAN_IN_QA included (docs/settings.md, first table)
 PRODUCT_TABLE = {
     "agent": {"SUMMARIZER_PRESERVE_LAST": True, "SUMMARIZER_LAST_SEC_BYTES": 51200, "SUMMARIZER_MAX_BP_BYTES": 16384,
               "SUMMARIZER_MAX_QA_SECTIONS": 10, "SUMMARIZER_MAX_QA_BYTES": 65536, "SUMMARIZER_KEEP_QA_SECTIONS": 1,

@@ -1,7 +1,7 @@
 """A real OpenAI-compatible endpoint for tests: llama.cpp's server with the PyPI-packaged Gemma 3 270M GGUF.
 
 One server per test session on a free 127.0.0.1 port, with the flags that work on this machine kind
-(../shared/ENVIRONMENT.md §3): the gemma chat format, 2 threads, and `--logits_all false` (the default keeps
+(docs/design.md, "The local test model"): the gemma chat format, 2 threads, and `--logits_all false` (the default keeps
 every prompt token's logits: about 5 GB of RAM). A small n_ctx makes context overflows cheap to provoke.
 The tests skip only when the `llm` extra (llama-cpp-python, the model package) cannot be imported.
 """
