@@ -13,11 +13,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from flows.ingest.accounts import api_token_create
-from flows.ingest.append import chain_append
-from flows.ingest.create import agent_create, flow_create
-from flows.models.chains import Agent, Chain, Flow
-from flows.pipeline.summarizers import set_summarizer_factory
+from flows.ingest import agent_create, api_token_create, chain_append, flow_create
+from flows.models import Agent, Chain, Flow
+from flows.pipeline import set_summarizer_factory
 from tests.fakes import tool_call
 from tests.flows.llm_fakes import FakeEndpoint, running_endpoint
 

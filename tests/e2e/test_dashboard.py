@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from flows.demo.script import demo_turns
-from flows.ingest.replay import turn_batches
+from flows.ingest import turn_batches
 from tests.e2e.conftest import ROOT, Server, screenshot, wait_for_js
 
 pytestmark = pytest.mark.browser

@@ -6,10 +6,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from flows.ingest.append import chain_append
-from flows.models.chains import Chain
-from flows.models.settings import SummarizerSettings
-from flows.pipeline.summarizers import set_summarizer_factory
+from flows.ingest import chain_append
+from flows.models import Chain, SummarizerSettings
+from flows.pipeline import set_summarizer_factory
 from tests.fakes import FakeSummarizer
 
 # Small budgets (at the model's validator minimums) so a few turns of ~1 KB tool output get summarized.

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from flows.config.registry import settings_for, settings_values
-from flows.core.settings_spec import SETTINGS_FIELDS
-from flows.models.providers import ProviderConfig
-from flows.models.settings import SettingsChange
+from flows.config import settings_for, settings_values
+from flows.core import SETTINGS_FIELDS
+from flows.models import ProviderConfig, SettingsChange
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,8 @@ from unittest import mock
 import pytest
 from django.urls import get_resolver
 
-from flows.ingest.accounts import api_token_create
-from flows.models.chains import Flow
-from flows.models.providers import ApiToken
+from flows.ingest import api_token_create
+from flows.models import ApiToken, Flow
 from tests.app_fixtures import JsonClient
 
 pytestmark = pytest.mark.django_db

@@ -14,9 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from flows.api import views_chains
-from flows.ingest.accounts import api_token_create
-from flows.ingest.append import chain_append
-from flows.ingest.create import agent_create, flow_create
+from flows.ingest import agent_create, api_token_create, chain_append, flow_create
 from pentagi_web.asgi import application
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]

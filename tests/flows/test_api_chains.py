@@ -7,8 +7,8 @@ from unittest import mock
 import pytest
 from django.test import override_settings
 
-from flows.ingest.append import MAX_BATCH_MESSAGES
-from flows.models.chains import ChainView, Message, SummaryEvent
+from flows.ingest import MAX_BATCH_MESSAGES
+from flows.models import ChainView, Message, SummaryEvent
 from tests.app_fixtures import call
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from flows.models.chains import Chain, Flow
+from flows.models import Chain, Flow
 from summarizer import import_chain
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from flows.core.text_input import MAX_INSTRUCTIONS_CHARS
-from flows.models.chains import Chain, Flow, Message, SummaryEvent
+from flows.core import MAX_INSTRUCTIONS_CHARS
+from flows.models import Chain, Flow, Message, SummaryEvent
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models.settings import SettingsChange, SummarizerSettings
+from flows.models import SettingsChange, SummarizerSettings
 from tests.app_fixtures import JsonClient
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,8 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.ingest.append import batch_validate, chain_append, chain_append_locked
-from flows.ingest.errors import AppendError
-from flows.models.chains import Chain, Message
+from flows.ingest import AppendError, batch_validate, chain_append, chain_append_locked
+from flows.models import Chain, Message
 
 pytestmark = pytest.mark.django_db
 

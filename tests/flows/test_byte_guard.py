@@ -5,11 +5,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from flows.ingest.append import chain_append
-from flows.models.chains import Chain, Message, Outcome
-from flows.pipeline.compaction import chain_compact, drop_retried_user_messages
-from flows.pipeline.runs import view_current
-from flows.pipeline.summarization import chain_summarize
+from flows.ingest import chain_append
+from flows.models import Chain, Message, Outcome
+from flows.pipeline import chain_compact, chain_summarize, view_current
+from flows.pipeline.compaction import drop_retried_user_messages
 from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, turn, use_summarizer
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -6,8 +6,7 @@ import re
 import pytest
 from django.test import Client
 
-from flows.models.chains import ChainView, SummaryEvent
-from flows.models.providers import LLMCall, ProviderConfig
+from flows.models import ChainView, LLMCall, ProviderConfig, SummaryEvent
 from flows.pages.selectors import EVENTS_SHOWN
 from summarizer import import_chain
 from tests.app_fixtures import call

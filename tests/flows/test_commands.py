@@ -7,9 +7,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from flows.config.registry import settings_for
-from flows.models.chains import Chain, Flow, Message
-from flows.models.providers import ApiToken, hash_token
+from flows.config import settings_for
+from flows.models import ApiToken, Chain, Flow, Message, hash_token
 from summarizer import FORMATS, import_chain
 from tests.conftest import corpus_params, load_corpus
 

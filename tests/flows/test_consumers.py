@@ -12,8 +12,8 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import Client
 
-from flows.core.events import bind_event_loop, broadcast
-from flows.models.chains import Agent, Chain, Flow, SummaryEvent
+from flows.core import bind_event_loop, broadcast
+from flows.models import Agent, Chain, Flow, SummaryEvent
 from pentagi_web.asgi import application
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]

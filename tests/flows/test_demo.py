@@ -11,21 +11,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from flows.demo.script import (
-    DEMO_MODEL,
-    DEMO_SETTINGS,
-    DEMO_WINDOW_TOKENS,
-    demo_create,
-    demo_run,
-    demo_turns,
-    gateway_turns,
-)
+from flows.demo import demo_create, demo_run, gateway_turns
+from flows.demo.script import DEMO_MODEL, DEMO_SETTINGS, DEMO_WINDOW_TOKENS, demo_turns
 from flows.demo.upstream import ScriptedUpstream
-from flows.ingest.replay import turn_batches
-from flows.models.chains import Chain, Flow, Message, SummaryEvent
-from flows.models.gateway import GatewayCall
-from flows.models.providers import ApiToken, ModelWindow
-from flows.models.settings import SettingsChange
+from flows.ingest import turn_batches
+from flows.models import ApiToken, Chain, Flow, GatewayCall, Message, ModelWindow, SettingsChange, SummaryEvent
 from summarizer import validate_messages
 
 IP = re.compile(r"\b(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})\b")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from celery import Celery
 
-from flows.pipeline.embedded_worker import start_embedded_worker
+from flows.pipeline import start_embedded_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_SECONDS = 10.0

@@ -7,10 +7,8 @@ import time
 import pytest
 from django.db import connections
 
-from flows.ingest import importing
-from flows.ingest.append import chain_append
-from flows.ingest.importing import chain_import
-from flows.models.chains import Flow, Message
+from flows.ingest import chain_append, chain_import, importing
+from flows.models import Flow, Message
 
 MESSAGES = 12_000
 

@@ -7,9 +7,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test.client import MULTIPART_CONTENT
 
-from flows.ingest.append import chain_append
-from flows.ingest.importing import chain_import
-from flows.models.chains import Agent, Chain, Flow, Message
+from flows.ingest import chain_append, chain_import
+from flows.models import Agent, Chain, Flow, Message
 from summarizer import FORMATS, FormatError, export_chain, import_chain
 from tests.conftest import corpus_params, load_corpus
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.config.registry import settings_for
+from flows.config import settings_for
 from flows.engine import SUMMARY_SYSTEM_PROMPT
-from flows.ingest.create import agent_create, flow_create
-from flows.models.chains import SummaryEvent
-from flows.models.providers import LLMCall
+from flows.ingest import agent_create, flow_create
+from flows.models import LLMCall, SummaryEvent
 from flows.pipeline.llm.callables import chat_callable_for, plan_for, summarize_callable_for
 from flows.pipeline.llm.errors import LLMError, SummaryFailed
 from summarizer import count_tokens, make_extractive

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.ingest.create import flow_create
-from flows.models.chains import Outcome, SummaryEvent
-from flows.models.providers import LLMCall
+from flows.ingest import flow_create
+from flows.models import LLMCall, Outcome, SummaryEvent
 from flows.pipeline.llm.callables import summarize_callable_for
 from flows.pipeline.llm.client import complete, total_deadline_seconds
 from flows.pipeline.llm.errors import RetryableProviderError, SummaryFailed

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.ingest.create import flow_create
-from flows.models.providers import LLMCall
+from flows.ingest import flow_create
+from flows.models import LLMCall
 from flows.pipeline.llm.callables import chat_callable_for, summarize_callable_for
 from flows.pipeline.llm.errors import ContextOverflowError, RetryableProviderError, SummaryFailed
 from summarizer import is_context_overflow_error, observed_token_count

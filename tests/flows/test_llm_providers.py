@@ -5,16 +5,10 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from flows.config import endpoints as providers
-from flows.config.endpoints import (
-    DEFAULT_OPENAI_BASE_URL,
-    discover_window,
-    model_window_for,
-    provider_for,
-    provider_from_env,
-    split_model_ref,
-)
-from flows.ingest.create import flow_create
-from flows.models.providers import ModelWindow, ProviderConfig
+from flows.config import model_window_for, provider_for, provider_from_env, split_model_ref
+from flows.config.endpoints import DEFAULT_OPENAI_BASE_URL, discover_window
+from flows.ingest import flow_create
+from flows.models import ModelWindow, ProviderConfig
 from summarizer import lookup_model
 
 from .llm_fakes import (

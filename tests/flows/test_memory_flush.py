@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models.chains import MemoryNote, Outcome
-from flows.pipeline.compaction import chain_compact
+from flows.models import MemoryNote, Outcome
+from flows.pipeline import chain_compact
 from flows.pipeline.memory import facts_in, memory_flush
 from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, use_summarizer
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from flows.ingest.append import chain_append
-from flows.models.chains import AppendOnlyError, Chain, Message
+from flows.ingest import chain_append
+from flows.models import AppendOnlyError, Chain, Message
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,8 @@ import re
 import pytest
 from django.test import Client
 
-from flows.ingest.append import chain_append
-from flows.models.chains import ChainView, SummaryEvent
-from flows.models.providers import ModelWindow
+from flows.ingest import chain_append
+from flows.models import ChainView, ModelWindow, SummaryEvent
 from flows.pages.selectors import PAGE_SIZE_MESSAGES
 from tests.app_fixtures import call
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models.chains import MemoryNote, Outcome, SummaryEvent, Trigger
-from flows.models.providers import LLMCall
+from flows.models import LLMCall, MemoryNote, Outcome, SummaryEvent, Trigger
 
 pytestmark = pytest.mark.django_db
 

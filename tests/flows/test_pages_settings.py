@@ -7,10 +7,9 @@ import re
 import pytest
 from django.test import Client
 
-from flows.config.registry import settings_for
-from flows.core.settings_spec import SETTINGS_FIELDS
-from flows.models.chains import SummaryEvent
-from flows.models.settings import SettingsChange, SummarizerSettings
+from flows.config import settings_for
+from flows.core import SETTINGS_FIELDS
+from flows.models import SettingsChange, SummarizerSettings, SummaryEvent
 
 pytestmark = pytest.mark.django_db
 

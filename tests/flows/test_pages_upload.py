@@ -10,9 +10,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from flows.ingest import chain_replay, chain_replay_create
 from flows.ingest import replay as replay_service
-from flows.ingest.replay import chain_replay, chain_replay_create
-from flows.models.chains import Chain, Flow, Message
+from flows.models import Chain, Flow, Message
 from flows.pages import upload as upload_view
 
 pytestmark = pytest.mark.django_db

@@ -6,10 +6,9 @@ import threading
 import pytest
 
 from flows.engine import count_tokens
-from flows.ingest.append import chain_append
-from flows.models.chains import Chain, Message
-from flows.pipeline import preview_cache
-from flows.pipeline.preview import chain_preview
+from flows.ingest import chain_append
+from flows.models import Chain, Message
+from flows.pipeline import chain_preview, preview_cache
 from flows.pipeline.preview_cache import cached_summarizer, chain_data, preview_caches_clear
 from tests.app_fixtures import call
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flows.config.registry import settings_for, settings_values
-from flows.pipeline import preview_cache
+from flows.config import settings_for, settings_values
+from flows.pipeline import preview_cache, preview_warm, preview_warm_wait
 from flows.pipeline.preview_cache import preview_caches_clear
-from flows.pipeline.preview_warm import preview_warm, preview_warm_wait
 from tests.flows.test_pages_settings import form_values
 
 pytestmark = pytest.mark.django_db(transaction=True)

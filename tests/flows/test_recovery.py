@@ -11,16 +11,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from flows.gateway.recovery import (
-    CALL_DEADLINE_MARGIN_SECONDS,
-    CALL_INTERRUPTED_REASON,
-    calls_abandoned_after_seconds,
-    gateway_calls_close_interrupted,
-)
-from flows.models.chains import Outcome, SummaryEvent, Trigger
-from flows.models.gateway import CallStatus, GatewayCall
-from flows.models.providers import ProviderConfig
-from flows.pipeline.recovery import INTERRUPTED_REASON, events_recover_interrupted
+from flows.gateway import calls_abandoned_after_seconds, gateway_calls_close_interrupted
+from flows.gateway.recovery import CALL_DEADLINE_MARGIN_SECONDS, CALL_INTERRUPTED_REASON
+from flows.models import CallStatus, GatewayCall, Outcome, ProviderConfig, SummaryEvent, Trigger
+from flows.pipeline import events_recover_interrupted
+from flows.pipeline.recovery import INTERRUPTED_REASON
 from tests.fakes import free_port
 from tests.flows.pipeline_live import PYTHON, REDIS_URL, Stack, redis_up, wait_http
 

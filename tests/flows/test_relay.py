@@ -12,10 +12,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.test import Client
 
-from flows.core import relay
-from flows.core.events import group_name
-from flows.core.relay import SECRET_HEADER, Relay
-from flows.models.chains import ChainView
+from flows.core import SECRET_HEADER, Relay, group_name, relay
+from flows.models import ChainView
 from flows.pipeline import recovery, tasks
 
 pytestmark = pytest.mark.django_db

@@ -5,17 +5,11 @@ import pytest
 from celery import current_app
 from django.db import transaction
 
-from flows.core.queue import (
-    SUMMARIZE_CHAIN,
-    TASK_NAMES,
-    enqueue,
-    enqueue_on_commit,
-    outbox_drain,
-    publishing_in_background,
-)
-from flows.pipeline import tasks
+from flows.core import SUMMARIZE_CHAIN, enqueue, enqueue_on_commit, publishing_in_background
+from flows.core.queue import TASK_NAMES, outbox_drain
+from flows.pipeline import set_summarizer_factory, tasks, use_summarizer_factory
 from flows.pipeline.llm.callables import summarize_callable_for
-from flows.pipeline.summarizers import set_summarizer_factory, summarizer_for, use_summarizer_factory
+from flows.pipeline.summarizers import summarizer_for
 
 
 def test_every_queued_name_is_a_registered_task():

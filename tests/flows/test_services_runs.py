@@ -3,14 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from flows.ingest.append import chain_append
-from flows.models.chains import ChainView, Message, Outcome, SummaryEvent, ViewSection
-from flows.models.providers import ModelWindow
-from flows.pipeline.compaction import chain_compact
-from flows.pipeline.fitting import chain_fit
-from flows.pipeline.preview import chain_preview
-from flows.pipeline.runs import load_state, view_current, view_save
-from flows.pipeline.summarization import chain_summarize
+from flows.ingest import chain_append
+from flows.models import ChainView, Message, ModelWindow, Outcome, SummaryEvent, ViewSection
+from flows.pipeline import chain_compact, chain_fit, chain_preview, chain_summarize, load_state, view_current
+from flows.pipeline.runs import view_save
 from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, turn, use_summarizer
 
 pytestmark = pytest.mark.django_db

@@ -3,18 +3,21 @@ from __future__ import annotations
 
 import pytest
 
-from flows.config.env import parse_env_text, settings_env_export
-from flows.config.registry import (
+from flows.config import (
     SettingsError,
     defaults_for,
+    parse_env_text,
+    settings_env_export,
     settings_for,
+    settings_import_env,
+    settings_save,
+    settings_update,
     settings_validate,
     settings_values,
     summarizer_config_for,
 )
-from flows.config.writes import settings_import_env, settings_save, settings_update
-from flows.core.settings_spec import FIELDS_BY_NAME, SETTINGS_FIELDS
-from flows.models.settings import SettingsChange, SummarizerSettings
+from flows.core import FIELDS_BY_NAME, SETTINGS_FIELDS
+from flows.models import SettingsChange, SummarizerSettings
 
 pytestmark = pytest.mark.django_db
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from django.core.validators import MaxValueValidator, MinValueValidator
 
-from flows.config.registry import defaults_for, settings_for, summarizer_config_for
-from flows.core.settings_spec import PROFILES, SETTINGS_FIELDS
-from flows.models.settings import SummarizerSettings
-from flows.pages.forms import SummarizerSettingsForm
+from flows.config import defaults_for, settings_for, summarizer_config_for
+from flows.core import PROFILES, SETTINGS_FIELDS
+from flows.models import SummarizerSettings
+from flows.pages import SummarizerSettingsForm
 from summarizer import SUMMARIZER_SETTINGS, SummarizerConfig
 from summarizer.settings.config import ASSISTANT_ENV_PREFIX
 

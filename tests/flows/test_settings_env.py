@@ -7,11 +7,17 @@ import re
 import pytest
 from django.test import Client
 
-from flows.config.env import parse_env_text, settings_env_export, settings_env_export_rows
-from flows.config.registry import settings_for, settings_values
-from flows.config.writes import settings_import_env, settings_save
-from flows.core.settings_spec import SETTINGS_FIELDS
-from flows.models.settings import SettingsChange, SummarizerSettings
+from flows.config import (
+    parse_env_text,
+    settings_env_export,
+    settings_env_export_rows,
+    settings_for,
+    settings_import_env,
+    settings_save,
+    settings_values,
+)
+from flows.core import SETTINGS_FIELDS
+from flows.models import SettingsChange, SummarizerSettings
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from django.test import Client
 
-from flows.config.registry import settings_for
+from flows.config import settings_for
 from flows.pages.preview_diff import diff_views
 from flows.pages.settings_page import differs_from_default
 from tests.flows.test_pages_settings import csrf_post, form_values

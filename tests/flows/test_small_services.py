@@ -3,13 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from flows.config.windows import model_window_ensure
-from flows.config.writes import settings_create
-from flows.ingest.accounts import user_ensure
-from flows.ingest.create import flow_set_status
-from flows.models.chains import Flow
-from flows.models.providers import ModelWindow
-from flows.models.settings import SettingsChange, SummarizerSettings
+from flows.config import model_window_ensure, settings_create
+from flows.ingest import flow_set_status, user_ensure
+from flows.models import Flow, ModelWindow, SettingsChange, SummarizerSettings
 
 pytestmark = pytest.mark.django_db
 

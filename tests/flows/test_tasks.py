@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from flows.models.chains import ChainView, Outcome, SummaryEvent
-from flows.pipeline import tasks
-from flows.pipeline.compaction import chain_request_compaction
+from flows.models import ChainView, Outcome, SummaryEvent
+from flows.pipeline import chain_request_compaction, tasks
 from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, use_summarizer
 
 pytestmark = pytest.mark.django_db

@@ -5,12 +5,10 @@ import re
 
 import pytest
 
-from flows.config.registry import settings_for
-from flows.config.writes import settings_save
-from flows.models.chains import ChainView
-from flows.models.providers import ModelWindow
+from flows.config import settings_for, settings_save
+from flows.models import ChainView, ModelWindow
 from flows.pages.selectors import window_for_model
-from flows.pipeline.runs import window_for
+from flows.pipeline import window_for
 from summarizer import effective_reserve
 
 pytestmark = pytest.mark.django_db

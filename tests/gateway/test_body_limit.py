@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from django.test import Client, override_settings
 
-from flows.models.chains import Chain
-from flows.models.providers import ApiToken
+from flows.models import ApiToken, Chain
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from asgiref.sync import async_to_sync
 from django.db import connection
 
 from flows.gateway import hops
-from flows.models.chains import Flow
+from flows.models import Flow
 
 ROOT = Path(__file__).resolve().parents[2]
 

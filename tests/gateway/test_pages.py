@@ -9,7 +9,7 @@ from django.test import Client
 from flows.gateway.fit import SentMessages
 from flows.gateway.records import gateway_call_finish, gateway_call_start
 from flows.gateway.threads import gateway_answer_append, gateway_thread
-from flows.models.gateway import GatewayMode
+from flows.models import GatewayMode
 
 pytestmark = pytest.mark.django_db
 

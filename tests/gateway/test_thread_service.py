@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 
 from flows.gateway.threads import ChainNotFound, gateway_answer_append, gateway_thread
-from flows.ingest.errors import AppendError
-from flows.models.chains import Chain, Message, Outcome, SummaryEvent
-from flows.pipeline.compaction import chain_compact
+from flows.ingest import AppendError
+from flows.models import Chain, Message, Outcome, SummaryEvent
+from flows.pipeline import chain_compact
 from tests.flows.pipeline_support import PipelineSummarizer, small_budgets, turn, use_summarizer
 
 pytestmark = pytest.mark.django_db

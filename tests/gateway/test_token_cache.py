@@ -9,7 +9,7 @@ from django.db import connection
 from flows.gateway.admission import authenticate_bearer
 from flows.gateway.wire import GatewayError
 from flows.ingest import auth
-from flows.models.providers import ApiToken
+from flows.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the copy is only used outside transactions
 

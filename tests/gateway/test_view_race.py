@@ -8,8 +8,8 @@ import pytest
 
 from flows.gateway.fit import gateway_view_prepare
 from flows.gateway.threads import gateway_answer_append, gateway_thread
-from flows.models.providers import ModelWindow
-from flows.pipeline.summarization import chain_summarize
+from flows.models import ModelWindow
+from flows.pipeline import chain_summarize
 from summarizer import count_tokens
 from tests.gateway.agent_loop import SYSTEM, pairing, tool_output, tool_pairs_valid
 

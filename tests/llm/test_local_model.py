@@ -9,14 +9,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from flows.ingest.append import chain_append
-from flows.ingest.create import agent_create, flow_create
-from flows.models.chains import Outcome
-from flows.models.providers import LLMCall, ProviderConfig
+from flows.ingest import agent_create, chain_append, flow_create
+from flows.models import LLMCall, Outcome, ProviderConfig
+from flows.pipeline import chain_summarize, view_current
 from flows.pipeline.llm.callables import chat_callable_for, summarize_callable_for
 from flows.pipeline.llm.errors import ContextOverflowError, SummaryFailed
-from flows.pipeline.runs import view_current
-from flows.pipeline.summarization import chain_summarize
 from summarizer import (
     call_with_overflow_recovery,
     is_context_overflow_error,

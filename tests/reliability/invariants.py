@@ -3,9 +3,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.models.chains import Agent, Chain, ChainView, Flow, MemoryNote, Message, SummaryEvent, ViewSection
-from flows.models.providers import ApiToken, LLMCall, ProviderConfig
-from flows.models.settings import SettingsChange, SummarizerSettings
+from flows.models import (
+    Agent,
+    ApiToken,
+    Chain,
+    ChainView,
+    Flow,
+    LLMCall,
+    MemoryNote,
+    Message,
+    ProviderConfig,
+    SettingsChange,
+    SummarizerSettings,
+    SummaryEvent,
+    ViewSection,
+)
 
 __all__ = ["row_counts", "assert_client_error", "assert_chain_intact", "MODELS_WRITTEN_BY_REQUESTS"]
 

@@ -9,9 +9,8 @@ from collections import defaultdict
 import pytest
 from django.db import connections
 
-from flows.ingest.append import chain_append
-from flows.ingest.errors import AppendError
-from flows.models.chains import Message
+from flows.ingest import AppendError, chain_append
+from flows.models import Message
 from tests.reliability.invariants import assert_chain_intact
 
 pytestmark = pytest.mark.django_db(transaction=True)

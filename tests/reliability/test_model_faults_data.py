@@ -12,10 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.models.chains import ChainView, Message, Outcome, SummaryEvent
-from flows.pipeline import summarization
-from flows.pipeline.summarization import chain_summarize
-from flows.pipeline.summarizers import set_summarizer_factory
+from flows.models import ChainView, Message, Outcome, SummaryEvent
+from flows.pipeline import chain_summarize, set_summarizer_factory, summarization
 from tests.fakes import FakeSummarizer
 from tests.flows.pipeline_support import PipelineSummarizer, small_budgets, turn
 from tests.reliability.invariants import assert_chain_intact

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from flows.models.chains import Chain, Flow
+from flows.models import Chain, Flow
 from tests.conftest import ROOT
 from tests.flows.pipeline_support import turn
 from tests.reliability.invariants import assert_chain_intact

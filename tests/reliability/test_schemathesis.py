@@ -13,9 +13,7 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis import checks
 
-from flows.ingest.accounts import api_token_create
-from flows.ingest.append import chain_append
-from flows.ingest.create import agent_create, flow_create
+from flows.ingest import agent_create, api_token_create, chain_append, flow_create
 
 pytestmark = pytest.mark.django_db
 

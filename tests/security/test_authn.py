@@ -9,7 +9,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
 
-from flows.live.urls import websocket_urlpatterns
+from flows.live import websocket_urlpatterns
 from pentagi_web.asgi import application
 from tests.security.urls_enum import PUBLIC_PREFIXES, all_routes, fill
 

@@ -8,9 +8,8 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
 
-from flows.ingest.accounts import api_token_create
-from flows.models.chains import ChainView, SummaryEvent
-from flows.models.gateway import GatewayCall
+from flows.ingest import api_token_create
+from flows.models import ChainView, GatewayCall, SummaryEvent
 from pentagi_web.asgi import application
 from tests.reliability.invariants import row_counts
 from tests.security.urls_enum import all_routes, fill

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from flows.core.params import parse_id
+from flows.core import parse_id
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from flows.models.providers import ProviderConfig
+from flows.models import ProviderConfig
 from tests.security.urls_enum import all_routes, fill
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.config.registry import settings_for, settings_values
-from flows.core.settings_spec import FIELDS_BY_NAME, SETTINGS_FIELDS
-from flows.models.settings import SettingsChange, SummarizerSettings
+from flows.config import settings_for, settings_values
+from flows.core import FIELDS_BY_NAME, SETTINGS_FIELDS
+from flows.models import SettingsChange, SummarizerSettings
 
 pytestmark = pytest.mark.django_db
 FUZZ = settings(max_examples=60, deadline=None,

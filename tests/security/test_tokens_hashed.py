@@ -8,8 +8,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
-from flows.ingest.accounts import api_token_create
-from flows.models.providers import ApiToken, hash_token
+from flows.ingest import api_token_create
+from flows.models import ApiToken, hash_token
 
 pytestmark = pytest.mark.django_db
 
