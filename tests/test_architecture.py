@@ -170,6 +170,14 @@ def test_an_upward_import_is_reported():
     assert len(found) == 2 and "models -> ingest" in found[0] and "pipeline" in found[1]
 
 
+def test_an_import_past_a_door_is_reported():
+    found = doors_bypassed([_edge("flows.pages.chain", "flows.pipeline.runs"),
+                            _edge("flows.pages.chain", "flows.pipeline"),
+                            _edge("flows.pipeline.runs", "flows.pipeline.view_records"),
+                            _edge("flows.migrations.0001_initial", "flows.models.fields")])
+    assert found == ["flows.pages.chain:1 imports flows.pipeline.runs (use the door flows.pipeline)"]
+
+
 def test_a_lazy_import_is_an_edge_too(tmp_path):
     package = tmp_path / "pkg"
     package.mkdir()

@@ -1,8 +1,7 @@
 """Page routes (included by flows/urls.py at the site root)."""
 from django.urls import path
 
-from flows.pages import chain, chain_extras, compact, flow_detail, flows_list, upload
-from flows.pages.settings_page import settings_page
+from flows.pages import chain, chain_extras, compact, flow_detail, flows_list, settings_page, upload
 
 urlpatterns = [
     path("", flows_list.flows_list_page, name="flows-list"),
