@@ -42,13 +42,16 @@ def _scope(chain_id: int, token: str) -> dict:
 
 async def test_a_client_that_goes_away_stops_the_read_before_the_view_is_built():
     chain_id, token = await sync_to_async(_chain_and_token)()
-    page_started, view_built = threading.Event(), threading.Event()
+    page_started, release_page, page_done, view_built = (threading.Event() for _ in range(4))
     real_page = views_chains.chain_page_json
 
     def slow_page(*args, **kwargs):
         page_started.set()
-        time.sleep(0.6)  # the client disconnects while this step runs
-        return real_page(*args, **kwargs)
+        release_page.wait(timeout=30)  # the client disconnects while this step runs
+        try:
+            return real_page(*args, **kwargs)
+        finally:
+            page_done.set()
 
     def view(*args, **kwargs):
         view_built.set()
@@ -58,12 +61,20 @@ async def test_a_client_that_goes_away_stops_the_read_before_the_view_is_built()
             mock.patch.object(views_chains, "chain_view_json", view):
         app = ApplicationCommunicator(application, _scope(chain_id, token))
         await app.send_input({"type": "http.request", "body": b"", "more_body": False})
-        while not page_started.is_set():
-            await asyncio.sleep(0.02)
+        await _until(page_started.is_set)
         await app.send_input({"type": "http.disconnect"})
-        await app.wait(timeout=3)
-        await asyncio.sleep(0.8)  # the page step's thread has finished by now
+        await _until(app.input_queue.empty)  # Django's disconnect listener has taken it
+        release_page.set()
+        await _until(page_done.is_set)
+        await app.wait(timeout=30)
     assert not view_built.is_set()
+
+
+async def _until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{condition} never became true"
+        await asyncio.sleep(0.01)
 
 
 async def test_a_client_that_stays_gets_the_whole_first_page():
