@@ -9,7 +9,8 @@ from django.core.management import CommandError, call_command
 
 from flows.config import settings_for
 from flows.models import ApiToken, Chain, Flow, Message, hash_token
-from summarizer import FORMATS, import_chain
+from summarizer import import_chain
+from summarizer.formats.convert import TRANSCRIPT_FORMATS
 from tests.conftest import corpus_params, load_corpus
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +26,7 @@ def run(*args: str) -> str:
 def test_every_corpus_file_imports_via_the_cli_and_exports_back_equal(path, staff_user, tmp_path):
     assert "imported" in run("import_chain", str(path))
     chain = Chain.objects.get()
-    for fmt in FORMATS:
+    for fmt in TRANSCRIPT_FORMATS:
         target = tmp_path / f"out.{fmt}"
         run("export_chain", str(chain.pk), "--format", fmt, "--output", str(target))
         assert import_chain(target.read_bytes(), fmt) == load_corpus(path), fmt
