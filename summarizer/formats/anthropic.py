@@ -8,8 +8,9 @@
 Whatever has no counterpart is kept in the message's `"anthropic"` extension (summarizer.formats.wire):
 `blocks` (the turn's original blocks, when the bare message would not give them back), `at` (the blocks'
 places in their turn when tool results and other blocks were interleaved), `new_turn` (a tool or user message
-that started a turn of its own instead of joining the tool results before it), `turn` (a system message that
-was a `messages` entry, not the top-level `system`) and `fields` (other keys of the turn). So
+that started a turn of its own instead of joining the tool results before it), `role: "system"` (a system
+turn of `messages`, not the top-level `system`: our system message when it opens the chain, else a user
+message, since a chain holds one system message, first) and `fields` (other keys of the turn). So
 `messages_to_anthropic(anthropic_to_messages(r)) == {"system": ..., "messages": ...}` of r exactly, thinking
 blocks and their signatures included. Invalid input (a `tool_result` for a call never issued, a thinking
 block without its signature, a malformed known block) raises FormatError; unknown block types are kept.
@@ -53,7 +54,7 @@ def anthropic_to_messages(doc: Any) -> list[Message]:
         out.append(_system_message(doc["system"]))
     issued = IssuedCalls()
     for index, turn in enumerate(doc["messages"]):
-        messages = _turn(turn, index, issued)
+        messages = _turn(turn, index, issued, first=not out)
         if out and out[-1]["role"] == "tool" and messages and messages[0]["role"] in ("tool", "user"):
             messages[0].setdefault(KEY, {})["new_turn"] = True  # it would join the results before it
         out.extend(messages)
@@ -77,7 +78,7 @@ def _system_message(system: Any) -> Message:
     return _attach({"role": "system", "content": [block_part(b) for b in blocks]}, system, _system_out)
 
 
-def _turn(turn: Any, index: int, issued: IssuedCalls) -> list[Message]:
+def _turn(turn: Any, index: int, issued: IssuedCalls, *, first: bool) -> list[Message]:
     _require(isinstance(turn, dict), f"expected an object, got {type(turn).__name__}", index=index)
     role, content = turn.get("role"), turn.get("content")
     if role not in ROLES:
@@ -87,9 +88,10 @@ def _turn(turn: Any, index: int, issued: IssuedCalls) -> list[Message]:
         messages = [_assistant_message(content, index, issued)]
     elif role == "user":
         messages = _user_messages(content, index, issued)
-    else:
+    else:  # a system turn: our system message when it opens the chain, else read as user input
         blocks = content if isinstance(content, str) else [check_block(b, index) for b in content]
-        messages = [_attach({"role": "system", "content": _parts(blocks)}, content, _user_out, turn=True)]
+        msg = {"role": "system" if first else "user", "content": _parts(blocks)}
+        messages = [_attach(msg, content, _user_out, role="system")]
     fields = {k: v for k, v in turn.items() if k not in ("role", "content")}
     if fields:
         messages[0].setdefault(KEY, {})["fields"] = fields
@@ -148,23 +150,25 @@ def messages_to_anthropic(messages: list[Message]) -> dict[str, Any]:
     """`{"system"?, "messages"}` for our messages: the agent's exact blocks where the extension has them."""
     out: dict[str, Any] = {}
     rest = list(messages)
-    if rest and rest[0]["role"] == "system" and not extension(rest[0], KEY).get("turn"):
+    if rest and rest[0]["role"] == "system" and not extension(rest[0], KEY).get("role"):
         out["system"] = _system_out(rest.pop(0))
     turns: list[dict[str, Any]] = []
     group: list[Message] = []  # an open user turn: tool messages, then at most one user message
     for msg in rest:
-        joins = group and group[-1]["role"] == "tool" and not extension(msg, KEY).get("new_turn")
-        if msg["role"] in ("tool", "user") and joins:
+        ext = extension(msg, KEY)
+        role = "system" if msg["role"] == "system" or ext.get("role") == "system" else msg["role"]
+        joins = group and group[-1]["role"] == "tool" and not ext.get("new_turn")
+        if role in ("tool", "user") and joins:
             group.append(msg)
             continue
         if group:
             turns.append(_user_turn(group))
             group = []
-        if msg["role"] in ("tool", "user"):
+        if role in ("tool", "user"):
             group = [msg]
         else:
-            render = _assistant_out if msg["role"] == "assistant" else _user_out
-            turns.append(_with_fields({"role": msg["role"], "content": render(msg)}, msg))
+            render = _assistant_out if role == "assistant" else _user_out
+            turns.append(_with_fields({"role": role, "content": render(msg)}, msg))
     if group:
         turns.append(_user_turn(group))
     out["messages"] = turns

@@ -6,7 +6,8 @@
   messages' text its content, the calls its tool calls, the reasoning items its
   reasoning ({content: the summary text, signature: the `encrypted_content`});
 - a `function_call_output` / `custom_tool_call_output` is a tool message; user, system and developer
-  messages are messages of their own (developer as system).
+  messages are messages of their own (system and developer ones our system message when they open the chain,
+  else user input: a chain holds one system message, first).
 Items without a counterpart (built-in tool calls, item references, compaction, unknown types) join the
 assistant run they stand in, else the message before them (else the one after). What the canonical message
 cannot carry is kept in its `"responses"` extension: `items` (its original items, whenever the bare message
@@ -50,9 +51,10 @@ def _assistant_side(item: Item) -> bool:
 
 
 def _starts_turn(item: Item, run: list[Item]) -> bool:
-    """Reasoning or a message after the run's message or calls begins the next assistant message."""
-    return item_kind(item) in ("reasoning", "message") and any(
-        item_kind(i) in ("message", *CALL_TYPES) for i in run)
+    """Reasoning or a message after the run's message begins the next assistant message, unless the run has
+    calls: their outputs must follow the message that holds them."""
+    kinds = {item_kind(i) for i in run}
+    return item_kind(item) in ("reasoning", "message") and "message" in kinds and not kinds & set(CALL_TYPES)
 
 
 def _mapped(item: Item) -> bool:
@@ -82,7 +84,7 @@ def _units(items: list[Any], issued: IssuedCalls) -> list[list[Item]]:
     return units
 
 
-def _unit_message(unit: list[Item]) -> Message:
+def _unit_message(unit: list[Item], first: bool = True) -> Message:
     mapped = [i for i in unit if _mapped(i)]
     if not mapped or _assistant_side(mapped[0]):
         return _assistant_message(unit)
@@ -90,8 +92,9 @@ def _unit_message(unit: list[Item]) -> Message:
     if item_kind(item) in OUTPUT_TYPES:
         msg = _canonical("tool", output_content(item), tool_call_id=item["call_id"])
         return _keep(msg, unit, force=False)
-    role = "system" if item["role"] in ("system", "developer") else item["role"]
-    return _keep({"role": role, "content": item_parts(item["content"])}, unit, force=role == "system")
+    system = item["role"] in ("system", "developer")  # our system message when first, else user input
+    role = ("system" if first else "user") if system else item["role"]
+    return _keep({"role": role, "content": item_parts(item["content"])}, unit, force=system)
 
 
 def _assistant_message(unit: list[Item]) -> Message:
@@ -125,17 +128,17 @@ def responses_to_messages(doc: Any) -> list[Message]:
     if isinstance(items, str):
         return [*out, {"role": "user", "content": items, KEY: {"input": "text"}}]
     _require(isinstance(items, list), "'input' must be a string or a list of items")
-    return out + _messages(items, IssuedCalls())
+    return out + _messages(items, IssuedCalls(), first=not out)
 
 
 def responses_output_messages(items: Any) -> list[Message]:
     """Our messages for a list of items, e.g. a response's `output` (usually one assistant message)."""
-    return _messages(items, IssuedCalls())
+    return _messages(items, IssuedCalls(), first=False)
 
 
-def _messages(items: Any, issued: IssuedCalls) -> list[Message]:
+def _messages(items: Any, issued: IssuedCalls, *, first: bool) -> list[Message]:
     _require(isinstance(items, list), "expected a list of items")
-    return [_unit_message(unit) for unit in _units(items, issued)]
+    return [_unit_message(unit, first=first and n == 0) for n, unit in enumerate(_units(items, issued))]
 
 
 # ----------------------------------------------------------------------------------------------- export
@@ -180,7 +183,7 @@ def _single(msg: Message, kinds: tuple[str, ...], render: Any) -> list[Item]:
     for item in template:
         if item_kind(item) in kinds and not done:
             done = True
-            original = _unit_message([item])
+            original = _unit_message([item], first=msg["role"] == "system")
             unchanged = {k: v for k, v in original.items() if k != KEY} == {
                 k: v for k, v in msg.items() if k != KEY}
             out.append(item if unchanged else render(item))

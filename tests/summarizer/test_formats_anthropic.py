@@ -15,7 +15,7 @@ from summarizer.formats.anthropic import (
 )
 from summarizer.formats.convert import FormatError, detect_format, export_chain, import_chain
 from tests.summarizer.strategies import chains
-from tests.summarizer.wire_strategies import anthropic_requests
+from tests.summarizer.wire_strategies import anthropic_requests, assert_appendable
 
 THINKING = {"type": "thinking", "thinking": "nmap first", "signature": "EqQBCkYIAxgCKkDs0ig=="}
 REQUEST = {
@@ -76,6 +76,7 @@ def test_thinking_blocks_go_back_unmodified_with_their_signatures():
 def test_random_valid_requests_round_trip_exactly_and_validate(request):
     chain = anthropic_to_messages(request)
     validate_messages(chain)
+    assert_appendable(chain)
     assert round_trip(request) == request
     assert export_chain(import_chain(json.dumps(request), "anthropic"), "anthropic") == request
 

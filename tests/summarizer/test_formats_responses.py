@@ -16,7 +16,7 @@ from summarizer.formats.responses import (
 )
 from tests.summarizer.strategies import chains
 from tests.summarizer.test_formats_anthropic import model_view
-from tests.summarizer.wire_strategies import responses_requests
+from tests.summarizer.wire_strategies import assert_appendable, responses_requests
 
 ENCRYPTED = "gAAAAABo_encrypted+reasoning/blob=="
 REASONING = {"type": "reasoning", "id": "rs_01", "summary": [{"type": "summary_text", "text": "scan first"}],
@@ -44,9 +44,11 @@ def round_trip(request: dict) -> dict:
 
 def test_items_map_onto_our_messages_calls_and_outputs_as_tool_calls_and_tool_messages():
     chain = responses_to_messages(REQUEST)
-    assert [m["role"] for m in chain] == ["system", "system", "user", "assistant", "tool", "tool", "assistant"]
+    assert [m["role"] for m in chain] == ["system", "user", "user", "assistant", "tool", "tool", "assistant"]
     assert chain[0] == {"role": "system", "content": "You are a pentest agent."}
-    assert chain[1]["content"] == [{"type": "text", "text": "sandbox: off"}]  # developer, restored on export
+    # a developer message after the instructions is read as input (one system message, first), its role kept
+    assert chain[1]["content"] == [{"type": "text", "text": "sandbox: off"}]
+    assert chain[1]["responses"]["items"][0]["role"] == "developer"
     assert [c["id"] for c in chain[3]["tool_calls"]] == ["call_1", "call_2"]
     assert chain[3]["reasoning"] == {"content": "scan first", "signature": ENCRYPTED}
     assert chain[4] == {"role": "tool", "tool_call_id": "call_2", "content": "<html>login</html>"}
@@ -66,6 +68,7 @@ def test_a_request_goes_back_exactly_encrypted_reasoning_byte_for_byte():
 def test_random_valid_requests_round_trip_exactly_and_validate(request):
     chain = responses_to_messages(request)
     validate_messages(chain)
+    assert_appendable(chain)
     assert round_trip(request) == request
     assert export_chain(import_chain(json.dumps(request), "responses"), "responses") == request
 

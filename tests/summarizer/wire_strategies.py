@@ -211,3 +211,21 @@ def responses_requests(draw: st.DrawFn) -> dict[str, Any]:
         items.insert(draw(st.integers(0, len(items))), _opaque_item(draw))
     request["input"] = items
     return request
+
+
+def assert_appendable(chain: list[dict[str, Any]]) -> None:
+    """The app's pairing rules (flows/ingest/pairing.py): a system message only first, a chain opening with
+    system or user, every tool message answering, once, a call of the assistant message before it."""
+    calls: set[str] = set()
+    answered: set[str] = set()
+    open_pair = False
+    for index, msg in enumerate(chain):
+        assert msg["role"] != "system" or index == 0, f"message {index}: a system message after the first"
+        assert index or msg["role"] in ("system", "user"), "a chain opens with system or user"
+        if msg["role"] == "assistant":
+            calls, answered, open_pair = {c["id"] for c in msg.get("tool_calls", [])}, set(), True
+        elif msg["role"] == "tool":
+            assert open_pair and msg["tool_call_id"] in calls - answered, f"message {index}: orphan result"
+            answered.add(msg["tool_call_id"])
+        else:
+            open_pair = False
