@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 from summarizer.chain.messages import validate_messages
-from summarizer.formats.convert import FormatError, detect_format, export_chain, import_chain
+from summarizer.formats.convert import FormatError, import_chain
 from summarizer.formats.responses import (
     messages_to_responses,
     messages_to_responses_output,
@@ -15,8 +15,7 @@ from summarizer.formats.responses import (
     responses_to_messages,
 )
 from tests.summarizer.strategies import chains
-from tests.summarizer.test_formats_anthropic import model_view
-from tests.summarizer.wire_strategies import assert_appendable, responses_requests
+from tests.summarizer.wire_strategies import assert_converges, assert_lossless, responses_requests
 
 ENCRYPTED = "gAAAAABo_encrypted+reasoning/blob=="
 REASONING = {"type": "reasoning", "id": "rs_01", "summary": [{"type": "summary_text", "text": "scan first"}],
@@ -66,11 +65,7 @@ def test_a_request_goes_back_exactly_encrypted_reasoning_byte_for_byte():
 @settings(max_examples=300, deadline=None)
 @given(responses_requests())
 def test_random_valid_requests_round_trip_exactly_and_validate(request):
-    chain = responses_to_messages(request)
-    validate_messages(chain)
-    assert_appendable(chain)
-    assert round_trip(request) == request
-    assert export_chain(import_chain(json.dumps(request), "responses"), "responses") == request
+    assert_lossless(request, "responses")
 
 
 def test_a_shortened_output_keeps_its_item_and_cleared_reasoning_drops_the_reasoning_item():
@@ -100,12 +95,7 @@ def test_unknown_items_are_kept_where_they_stood():
 @settings(max_examples=150, deadline=None)
 @given(chains())
 def test_any_chain_exports_to_a_request_that_converts_back_to_the_same_request(chain):
-    request = export_chain(chain, "responses")
-    again = import_chain(json.dumps(request), "responses")
-    validate_messages(again)
-    assert export_chain(again, "responses") == request
-    assert model_view(again) == model_view(chain)
-    assert detect_format(request) == "responses"
+    assert_converges(chain, "responses")
 
 
 @pytest.mark.parametrize("request_, reason", [

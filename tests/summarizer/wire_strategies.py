@@ -7,11 +7,15 @@ content are opaque base64-ish strings, and unknown types appear where a newer AP
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["anthropic_requests", "responses_requests"]
+from summarizer.chain.messages import content_text, validate_messages
+from summarizer.formats.convert import export_chain, import_chain
+
+__all__ = ["anthropic_requests", "responses_requests", "assert_lossless", "assert_converges", "model_view"]
 
 Block = dict[str, Any]
 TEXT = st.text(alphabet="ab c\né漢<>&\"{}\\", max_size=12)
@@ -229,3 +233,33 @@ def assert_appendable(chain: list[dict[str, Any]]) -> None:
             answered.add(msg["tool_call_id"])
         else:
             open_pair = False
+
+
+def assert_lossless(request: dict[str, Any], fmt: str) -> None:
+    """A request read as a file becomes valid, appendable messages that export back to exactly the request."""
+    chain = import_chain(json.dumps(request), fmt)
+    validate_messages(chain)
+    assert_appendable(chain)
+    assert export_chain(json.loads(json.dumps(chain)), fmt) == request  # through JSON, as Message rows give it
+
+
+def model_view(chain: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """What the model reads of a chain: texts, calls and results in order (an empty text is nothing)."""
+    seen: list[tuple[str, ...]] = []
+    for msg in chain:
+        if content_text(msg):
+            seen.append(("text", msg["role"], content_text(msg)))
+        seen += [("call", c["id"], c["function"]["name"]) for c in msg.get("tool_calls", [])]
+        if msg["role"] == "tool":
+            seen.append(("result", msg["tool_call_id"]))
+    return seen
+
+
+def assert_converges(chain: list[dict[str, Any]], fmt: str) -> None:
+    """Any chain exports to a request that reads back to what the model saw and exports to itself again."""
+    request = export_chain(chain, fmt)
+    again = import_chain(json.dumps(request), fmt)
+    validate_messages(again)
+    assert export_chain(again, fmt) == request
+    assert model_view(again) == model_view(chain)
+    assert import_chain(json.dumps(request)) == again  # detection picks the right importer

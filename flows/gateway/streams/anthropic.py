@@ -13,31 +13,25 @@ import json
 from typing import Any
 
 from flows.gateway.streams.outcome import COMPLETE, ERROR, INCOMPLETE, INVALID, StreamOutcome
-from flows.gateway.streams.sse import SseEvent
+from flows.gateway.streams.sse import EventAssembler
 
 __all__ = ["AnthropicStream"]
 
 TEXT_DELTAS = {"text_delta": ("text", "text"), "thinking_delta": ("thinking", "thinking")}
 
 
-class AnthropicStream:
+class AnthropicStream(EventAssembler):
     """Feed the events of one stream; `outcome()` says how it ended (the message only when it completed)."""
 
+    format_name = "an Anthropic stream"
+
     def __init__(self) -> None:
+        super().__init__()
         self.message: dict[str, Any] | None = None
         self._json: dict[int, str] = {}
-        self._ended: StreamOutcome | None = None
 
-    def feed(self, event: SseEvent) -> None:
-        if self._ended is not None:
-            return
-        try:
-            data = event.json()
-            if not isinstance(data, dict):
-                raise ValueError("an event's data is not a JSON object")
-            self._apply(str(data.get("type") or event.event or ""), data)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-            self._ended = StreamOutcome(INVALID, partial=self.message, reason=f"not an Anthropic stream: {exc}")
+    def snapshot(self) -> dict[str, Any] | None:
+        return self.message
 
     def _apply(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "error":

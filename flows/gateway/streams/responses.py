@@ -13,30 +13,21 @@ import copy
 from typing import Any
 
 from flows.gateway.streams.outcome import COMPLETE, ERROR, FAILED, INCOMPLETE, INVALID, StreamOutcome
-from flows.gateway.streams.sse import SseEvent
+from flows.gateway.streams.sse import EventAssembler
 
 __all__ = ["ResponsesStream"]
 
 
-class ResponsesStream:
+class ResponsesStream(EventAssembler):
     """Feed the events of one stream; `outcome()` says how it ended (the response only when it completed)."""
 
+    format_name = "a Responses stream"
+
     def __init__(self) -> None:
+        super().__init__()
         self.response: dict[str, Any] | None = None
         self.items: dict[int, dict[str, Any]] = {}
         self.finished: dict[int, dict[str, Any]] = {}
-        self._ended: StreamOutcome | None = None
-
-    def feed(self, event: SseEvent) -> None:
-        if self._ended is not None:
-            return
-        try:
-            data = event.json()
-            if not isinstance(data, dict):
-                raise ValueError("an event's data is not a JSON object")
-            self._apply(str(data.get("type") or event.event or ""), data)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-            self._ended = StreamOutcome(INVALID, partial=self.snapshot(), reason=f"not a Responses stream: {exc}")
 
     def _apply(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "error":

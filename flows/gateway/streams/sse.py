@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from flows.gateway.streams.outcome import StreamOutcome
+from flows.gateway.streams.outcome import INVALID, StreamOutcome
 
-__all__ = ["SseEvent", "SseParser", "Assembler", "assemble"]
+__all__ = ["SseEvent", "SseParser", "EventAssembler", "assemble"]
 
 
 @dataclass(frozen=True)
@@ -72,13 +72,38 @@ def _parse(raw: bytes) -> SseEvent | None:
     return SseEvent(event=name, data="\n".join(data), raw=raw + b"\n\n")
 
 
-class Assembler(Protocol):
-    def feed(self, event: SseEvent) -> None: ...
+class EventAssembler:
+    """What both assemblers share: every event's data is a JSON object, dispatched on its `type` (else the
+    event's name); anything else, or an event the format does not allow there, ends the stream as invalid."""
 
-    def outcome(self) -> StreamOutcome: ...
+    format_name = "an event"
+
+    def __init__(self) -> None:
+        self._ended: StreamOutcome | None = None
+
+    def feed(self, event: SseEvent) -> None:
+        if self._ended is not None:
+            return
+        try:
+            data = event.json()
+            if not isinstance(data, dict):
+                raise ValueError("an event's data is not a JSON object")
+            self._apply(str(data.get("type") or event.event or ""), data)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            self._ended = StreamOutcome(INVALID, partial=self.snapshot(), reason=f"not {self.format_name}: {exc}")
+
+    def _apply(self, kind: str, data: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """What has arrived so far."""
+        raise NotImplementedError
+
+    def outcome(self) -> StreamOutcome:
+        raise NotImplementedError
 
 
-def assemble(assembler: Assembler, chunks: Iterable[bytes]) -> StreamOutcome:
+def assemble(assembler: EventAssembler, chunks: Iterable[bytes]) -> StreamOutcome:
     """Run a whole byte stream through `assembler` (the gateway feeds it chunk by chunk instead)."""
     parser = SseParser()
     for chunk in chunks:
