@@ -17,10 +17,14 @@ from summarizer import (
     FormatError,
     MessageError,
     ModelInfo,
+    RequestTokens,
     RetryableProviderError,
     SettingSpec,
     SummarizerConfig,
     SummaryCache,
+    anthropic_response_content,
+    anthropic_response_message,
+    anthropic_to_messages,
     cap_input,
     chain_bytes,
     compact_now,
@@ -40,13 +44,20 @@ from summarizer import (
     make_extractive,
     message_size,
     message_tokens,
+    messages_to_anthropic,
+    messages_to_responses,
+    messages_to_responses_output,
     missing_identifiers,
+    observed_context_limit,
     observed_token_count,
     parse_bool,
     parse_chain,
     prune_view,
     register_compaction_provider,
     registered_compaction_providers,
+    request_tokens,
+    responses_output_messages,
+    responses_to_messages,
     summarize_chain,
     validate_messages,
     window_check,
@@ -65,7 +76,7 @@ __all__ = [
     # summarize callables: the offline summarizer, caching and input caps
     "make_extractive", "SummaryCache", "cap_input", "with_ledger",
     # provider errors the engine understands
-    "RetryableProviderError", "is_context_overflow_error", "observed_token_count",
+    "RetryableProviderError", "is_context_overflow_error", "observed_token_count", "observed_context_limit",
     # per-request pruning of old tool results (the gateway)
     "prune_view",
     # tokens and the model catalog
@@ -74,6 +85,10 @@ __all__ = [
     "extract_identifiers", "missing_identifiers", "extract_findings", "is_case_insensitive_id",
     # transcript formats
     "FORMATS", "FormatError", "import_chain", "export_chain",
+    # the wire formats the gateway speaks besides Chat Completions (Anthropic Messages, OpenAI Responses)
+    "anthropic_to_messages", "messages_to_anthropic", "anthropic_response_message", "anthropic_response_content",
+    "responses_to_messages", "messages_to_responses", "responses_output_messages", "messages_to_responses_output",
+    "request_tokens", "RequestTokens",
     # settings: one declaration per engine setting, PentAGI's boolean parser, the window check
     "SUMMARIZER_SETTINGS", "SettingSpec", "parse_bool", "window_check",
     # compaction provider plugins

@@ -10,7 +10,8 @@ each folder's `__init__` says what the folder owns:
     compact/      fitting a view into the model's window: plan, window cut, truncation, pruning, checkpoints
     recovery/     a failed provider call: context overflow recognised and recovered from, retry and fallback
     extractive/   the offline summarizer and the ledger appended to a model's summary
-    formats/      transcript import and export (OpenAI messages, PentAGI msgchain, OpenClaw JSONL)
+    formats/      transcript import and export (OpenAI messages, PentAGI msgchain, OpenClaw JSONL) and the
+                  wire formats (Anthropic Messages, OpenAI Responses) with their request token counts
     tokens/       token counts (tiktoken, offline) and the model catalog
     identifiers.py  opaque identifiers and security findings in free text; cli.py  `python -m summarizer`
 An underscore name is private to its folder, and the folders import each other one way only
@@ -55,14 +56,32 @@ from summarizer.compact.prune import PruneSettings, prune_view
 from summarizer.compact.validate_view import InvalidView, assert_valid_view
 from summarizer.extractive.briefing import extractive_summarize, make_extractive
 from summarizer.extractive.ledger import with_ledger
+from summarizer.formats.anthropic import (
+    anthropic_response_content,
+    anthropic_response_message,
+    anthropic_to_messages,
+    messages_to_anthropic,
+)
 from summarizer.formats.convert import FORMATS, FormatError, detect_format, export_chain, import_chain
+from summarizer.formats.request_tokens import RequestTokens, request_tokens
+from summarizer.formats.responses import (
+    messages_to_responses,
+    messages_to_responses_output,
+    responses_output_messages,
+    responses_to_messages,
+)
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
 from summarizer.passes.handler import SummaryCache, cap_input, with_cap_and_cache
 from summarizer.passes.prompts import COMPACTION_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT
 from summarizer.passes.restore import prepare_provider_switch, restore_chain
 from summarizer.passes.summarize import SummarizeResult, asummarize_chain, summarize_chain
 from summarizer.recovery.fallback import retry_call, summarize_with_fallback
-from summarizer.recovery.overflow import call_with_overflow_recovery, is_context_overflow_error, observed_token_count
+from summarizer.recovery.overflow import (
+    call_with_overflow_recovery,
+    is_context_overflow_error,
+    observed_context_limit,
+    observed_token_count,
+)
 from summarizer.settings.config import SummarizerConfig
 from summarizer.settings.spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
 from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
@@ -77,6 +96,10 @@ __all__ = [
     # the offline summarizer and the transcript formats
     "extractive_summarize", "make_extractive", "import_chain", "export_chain", "detect_format", "FormatError",
     "FORMATS",
+    # the wire formats: requests and answers <-> our messages, losslessly, and a request's token breakdown
+    "anthropic_to_messages", "messages_to_anthropic", "anthropic_response_message", "anthropic_response_content",
+    "responses_to_messages", "messages_to_responses", "responses_output_messages", "messages_to_responses_output",
+    "request_tokens", "RequestTokens",
     # message sizes and text, tool-call ids, identifiers (what the app stores and shows)
     "content_text", "message_size", "chain_bytes", "detect_id_template", "extract_identifiers",
     "missing_identifiers", "extract_findings",
@@ -87,6 +110,7 @@ __all__ = [
     "fit_to_window", "FitResult", "compact_now", "overflow_compactor", "ContextTooLarge", "CompactionFailed",
     "OverflowRecoveryFailed", "RetryableProviderError", "SummarizeAborted", "retry_call", "summarize_with_fallback",
     "FitPlan", "plan_fit", "effective_reserve", "is_context_overflow_error", "observed_token_count",
+    "observed_context_limit",
     "call_with_overflow_recovery", "register_compaction_provider", "get_compaction_provider",
     "unregister_compaction_provider", "prune_view", "PruneSettings", "assert_valid_view", "InvalidView",
     "registered_compaction_providers", "window_check", "MAX_INSTRUCTION_CHARS",

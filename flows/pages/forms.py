@@ -106,7 +106,8 @@ class ProviderConfigForm(forms.ModelForm):
         return key if key else (self.instance.api_key if self.instance.pk else "")
 
 
-FORMAT_LABELS = {"openai": "OpenAI chat JSON", "pentagi": "PentAGI msgchain JSON", "openclaw": "OpenClaw / pi JSONL"}
+FORMAT_LABELS = {"openai": "OpenAI chat JSON", "pentagi": "PentAGI msgchain JSON", "openclaw": "OpenClaw / pi JSONL",
+                 "anthropic": "Anthropic Messages request JSON", "responses": "OpenAI Responses request JSON"}
 
 
 class TranscriptUploadForm(forms.Form):

@@ -1,15 +1,20 @@
-"""Importers and exporters between our message format (OpenAI chat dicts) and three agent transcript formats.
+"""Importers and exporters between our message format (OpenAI chat dicts) and five agent formats.
 
 - "openai": a list of Chat Completions messages, or `{"messages": [...]}` (extra top-level keys ignored).
 - "pentagi": PentAGI's msgchain JSON (`{"role","text"}` / `{"role","parts":[...]}`, roles human/ai/system/tool).
 - "openclaw": an OpenClaw / pi session JSONL (one entry per line; `message` entries with user / assistant /
   toolResult messages; everything else that is not part of the model's context is ignored on import).
+- "anthropic": an Anthropic Messages request, `{"system"?, "messages"}` (summarizer.formats.anthropic).
+- "responses": an OpenAI Responses request, `{"instructions"?, "input"}` (summarizer.formats.responses).
 
 Every importer returns *canonical* messages: `role` and `content` always; `tool_calls` only when non-empty;
 `tool_call_id` only on tool messages; `name` and `reasoning` only when set. A tool message's `name` is dropped
 when it merely repeats the function name of the call it answers (sizing takes that name from the call anyway),
-which makes `import_chain(export_chain(x, fmt), fmt) == x` hold for every chain an importer can produce,
-as far as the target format can carry it (pi has no system role: system messages travel as `custom` entries).
+which makes `import_chain(export_chain(x, fmt), fmt) == x` hold for every chain an importer can produce in
+the TRANSCRIPT_FORMATS (pi has no system role: system messages travel as `custom` entries). The two wire
+formats give an agent's request back exactly (`export_chain(import_chain(r, f), f)` is r's messages) and keep
+what a model sees of any other chain; what they cannot carry of it (a tool message's name, arguments that are
+not a JSON object, reasoning of another provider) is not sent.
 Pure: no Django, no IO.
 """
 from __future__ import annotations
@@ -18,6 +23,7 @@ import copy
 import json
 from typing import Any
 
+from summarizer.formats.anthropic import anthropic_to_messages, looks_anthropic, messages_to_anthropic
 from summarizer.formats.common import (
     FormatError,
     _call_names,
@@ -30,10 +36,12 @@ from summarizer.formats.common import (
     _text_or_parts,
 )
 from summarizer.formats.openclaw import export_openclaw, import_openclaw
+from summarizer.formats.responses import looks_responses, messages_to_responses, responses_to_messages
 
-__all__ = ["FORMATS", "FormatError", "detect_format", "import_chain", "export_chain"]
+__all__ = ["FORMATS", "TRANSCRIPT_FORMATS", "FormatError", "detect_format", "import_chain", "export_chain"]
 
-FORMATS = ("openai", "pentagi", "openclaw")
+TRANSCRIPT_FORMATS = ("openai", "pentagi", "openclaw")  # lossless for every chain, whatever its source
+FORMATS = (*TRANSCRIPT_FORMATS, "anthropic", "responses")
 PENTAGI_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 OUR_TO_PENTAGI = {v: k for k, v in PENTAGI_ROLES.items()}
 MESSAGE_LIST_KEYS = ("messages",)
@@ -93,7 +101,9 @@ def _looks_pentagi(item: Any) -> bool:
 def _detect_parsed(doc: Any) -> str:
     if isinstance(doc, dict):
         if isinstance(doc.get("messages"), list):
-            return "openai"
+            return "anthropic" if looks_anthropic(doc) else "openai"
+        if looks_responses(doc):
+            return "responses"
         if "type" in doc:
             return "openclaw"
         raise FormatError("a JSON object without a 'messages' list is not a chain")
@@ -108,7 +118,8 @@ def _detect_parsed(doc: Any) -> str:
 
 
 def detect_format(data: Any) -> str:
-    """'openai' | 'pentagi' | 'openclaw' for raw text/bytes or already-parsed JSON."""
+    """One of FORMATS for raw text/bytes or already-parsed JSON (a wire format only when it shows: Anthropic's
+    top-level `system` or one of its own block types, a Responses `input`)."""
     doc = _parse_text(data) if isinstance(data, (str, bytes)) else data
     return _detect_parsed(doc)
 
@@ -268,7 +279,11 @@ def _export_pentagi_message(msg: dict[str, Any], names: dict[str, str]) -> dict[
 
 # ----------------------------------------------------------------------------------------------- public
 
-IMPORTERS = {"openai": _import_openai, "pentagi": _import_pentagi, "openclaw": import_openclaw}
+IMPORTERS = {"openai": _import_openai, "pentagi": _import_pentagi, "openclaw": import_openclaw,
+             "anthropic": anthropic_to_messages, "responses": responses_to_messages}
+
+
+WIRE_EXPORTERS = {"anthropic": messages_to_anthropic, "responses": messages_to_responses}
 
 
 def import_chain(data: Any, fmt: str | None = None) -> list[dict[str, Any]]:
@@ -285,8 +300,9 @@ def import_chain(data: Any, fmt: str | None = None) -> list[dict[str, Any]]:
         raise FormatError("the transcript is nested too deeply") from None
 
 
-def export_chain(messages: list[dict[str, Any]], fmt: str) -> str | list[dict[str, Any]]:
-    """Messages in `fmt`: a JSON-ready list for openai / pentagi, JSONL text for openclaw."""
+def export_chain(messages: list[dict[str, Any]], fmt: str) -> str | list[dict[str, Any]] | dict[str, Any]:
+    """Messages in `fmt`: a JSON-ready list for openai / pentagi, JSONL text for openclaw, the request's
+    conversation object for anthropic / responses."""
     if fmt == "openai":
         return copy.deepcopy(list(messages))
     if fmt == "pentagi":
@@ -294,4 +310,6 @@ def export_chain(messages: list[dict[str, Any]], fmt: str) -> str | list[dict[st
         return [_export_pentagi_message(m, names) for m in messages]
     if fmt == "openclaw":
         return export_openclaw(list(messages))
+    if fmt in WIRE_EXPORTERS:
+        return WIRE_EXPORTERS[fmt](copy.deepcopy(list(messages)))
     raise FormatError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")

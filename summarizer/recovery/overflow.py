@@ -23,14 +23,15 @@ from summarizer.compact.errors import (
 )
 from summarizer.recovery.overflow_patterns import (
     COUNT_PATTERNS,
+    LIMIT_PATTERNS,
     NOT_OVERFLOW_SIGNATURES,
     OVERFLOW_CODES,
     PROVIDER_PATTERNS,
     matches_structure,
 )
 
-__all__ = ["is_context_overflow_error", "observed_token_count", "is_compaction_failure", "is_timeout_error",
-           "is_retryable_provider_error", "call_with_overflow_recovery", "RetryableProviderError",
+__all__ = ["is_context_overflow_error", "observed_token_count", "observed_context_limit", "is_compaction_failure",
+           "is_timeout_error", "is_retryable_provider_error", "call_with_overflow_recovery", "RetryableProviderError",
            "OVERFLOW_SIGNATURES", "NOT_OVERFLOW_SIGNATURES", "MAX_COMPACTIONS_PER_CALL",
            "TIMEOUT_COMPACTION_USAGE_RATIO", "MAX_TIMEOUT_COMPACTIONS"]
 
@@ -94,6 +95,16 @@ def observed_token_count(text: Any) -> int | None:
         match = pattern.search(low)
         if match and "n" in pattern.groupindex and match.group("n"):
             return int(match.group("n").replace(",", ""))
+    return None
+
+
+def observed_context_limit(text: Any) -> int | None:
+    """The context window an overflow message says the provider enforces, or None when it names none."""
+    low = _error_text(text)
+    for pattern in LIMIT_PATTERNS:
+        match = pattern.search(low)
+        if match:
+            return int(match.group("m").replace(",", ""))
     return None
 
 

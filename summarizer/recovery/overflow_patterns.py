@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["OVERFLOW_CODES", "PROVIDER_PATTERNS", "COUNT_PATTERNS", "NOT_OVERFLOW_SIGNATURES", "matches_structure",
-           "OUTPUT_ONLY"]
+__all__ = ["OVERFLOW_CODES", "PROVIDER_PATTERNS", "COUNT_PATTERNS", "LIMIT_PATTERNS", "NOT_OVERFLOW_SIGNATURES",
+           "matches_structure", "OUTPUT_ONLY"]
 
 _N = r"(?P<n>\d[\d,]*)"  # the observed prompt size (tokens), commas allowed
 _D = r"\d[\d,]*"
@@ -71,6 +71,23 @@ COUNT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"requested(?: about)?\s+{_N}\s+tokens",
 ))
 
+# The window the provider enforced, where its message names it (named group `m`): a window learned from the
+# provider beats a guessed one.
+_M = r"(?P<m>\d[\d,]*)"
+LIMIT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
+    rf"prompt is too long:\s*{_D}\s*tokens\s*>\s*{_M}\s*maximum",                           # Anthropic
+    rf"exceed context limit:\s*{_D}\s*\+\s*{_D}\s*>\s*{_M}",                               # Anthropic (older)
+    rf"maximum context length is {_M} tokens",                                           # OpenAI and friends
+    rf"exceeds the maximum number of tokens allowed \({_M}\)",                            # Gemini / Vertex
+    rf"too large for model with {_M} maximum context length",                            # Mistral
+    rf"max_new_tokens`? must be <= {_M}",                                                # TGI
+    rf"exceeded model token limit:\s*{_M}",                                              # Moonshot / Kimi
+    rf"exceed context window of {_M}",                                                   # llama-cpp-python
+    rf'"?n_ctx"?\s*[:=]\s*{_M}',                                                          # llama.cpp server
+    rf"configured limit of {_M}",                                                        # LiteLLM
+    rf"context length of only {_M} tokens",                                              # LM Studio
+))
+
 NOT_OVERFLOW_SIGNATURES: tuple[str, ...] = (
     "rate limit", "rate_limit", "ratelimit", "too many requests", "tokens per min", "tokens per day",
     "requests per min", "quota", "billing", "insufficient_quota", "credit balance", "insufficient balance",
@@ -79,8 +96,9 @@ NOT_OVERFLOW_SIGNATURES: tuple[str, ...] = (
 )
 
 # The only excess the message names is the requested output (max_tokens too high): a parameter error that
-# compaction cannot fix, e.g. "max_tokens is too large: 50000" or "max_tokens exceeds the limit of 8192".
-OUTPUT_ONLY = re.compile(r"max_(?:completion_|new_)?tokens")
+# compaction cannot fix, e.g. "max_tokens is too large: 50000" or "max_tokens exceeds the limit of 8192"; a
+# Responses answer cut short by its own `max_output_tokens` is not an overflow either.
+OUTPUT_ONLY = re.compile(r"max_(?:completion_|new_|output_)?tokens")
 _INPUT_SIDE = re.compile(r"prompt|input|messages?\b|context|conversation|上下文|输入")
 
 _SUBJECT = r"(?:prompt|input|request|messages?|context|conversation|history)"

@@ -9,8 +9,11 @@ from django.core.management import CommandError, call_command
 
 from flows.config import settings_for
 from flows.models import ApiToken, Chain, Flow, Message, hash_token
-from summarizer import FORMATS, import_chain
+from summarizer import import_chain
+from summarizer.formats.convert import TRANSCRIPT_FORMATS
 from tests.conftest import corpus_params, load_corpus
+from tests.summarizer.test_formats_anthropic import REQUEST as ANTHROPIC_REQUEST
+from tests.summarizer.test_formats_responses import REQUEST as RESPONSES_REQUEST
 
 pytestmark = pytest.mark.django_db
 
@@ -25,10 +28,24 @@ def run(*args: str) -> str:
 def test_every_corpus_file_imports_via_the_cli_and_exports_back_equal(path, staff_user, tmp_path):
     assert "imported" in run("import_chain", str(path))
     chain = Chain.objects.get()
-    for fmt in FORMATS:
+    for fmt in TRANSCRIPT_FORMATS:
         target = tmp_path / f"out.{fmt}"
         run("export_chain", str(chain.pk), "--format", fmt, "--output", str(target))
         assert import_chain(target.read_bytes(), fmt) == load_corpus(path), fmt
+
+
+@pytest.mark.parametrize("fmt, conversation, extra", [
+    ("anthropic", ANTHROPIC_REQUEST, {"model": "claude-sonnet-4-6", "max_tokens": 1024, "stream": True}),
+    ("responses", RESPONSES_REQUEST, {"model": "gpt-5.4", "store": False, "include": ["reasoning.encrypted_content"]}),
+])
+def test_a_wire_request_imports_via_the_cli_and_its_chain_exports_the_agents_exact_blocks(
+        fmt, conversation, extra, staff_user, tmp_path):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({**extra, **conversation}))
+    assert "imported" in run("import_chain", str(path), "--format", fmt)
+    target = tmp_path / "out.json"
+    run("export_chain", str(Chain.objects.get().pk), "--format", fmt, "--output", str(target))
+    assert json.loads(target.read_text()) == conversation  # through Message rows, thinking signatures included
 
 
 def test_import_chain_refuses_a_broken_file_and_writes_nothing(user, tmp_path):

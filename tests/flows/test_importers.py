@@ -9,8 +9,11 @@ from django.test.client import MULTIPART_CONTENT
 
 from flows.ingest import chain_append, chain_import
 from flows.models import Agent, Chain, Flow, Message
-from summarizer import FORMATS, FormatError, export_chain, import_chain
+from summarizer import FormatError, export_chain, import_chain
+from summarizer.formats.convert import TRANSCRIPT_FORMATS
 from tests.conftest import corpus_params, load_corpus
+from tests.summarizer.test_formats_anthropic import REQUEST as ANTHROPIC_REQUEST
+from tests.summarizer.test_formats_responses import REQUEST as RESPONSES_REQUEST
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +30,7 @@ def test_every_corpus_file_imports_through_the_api_and_exports_back_equal(api_cl
     assert resp.status_code == 201, resp.content[:300]
     body = resp.json()
     assert body["messages"] == len(original)
-    for fmt in FORMATS:
+    for fmt in TRANSCRIPT_FORMATS:
         exported = api_client.get(f"/api/flows/{body['flow_id']}/export?format={fmt}")
         assert import_chain(exported.content, fmt) == original, fmt
 
@@ -41,7 +44,15 @@ def test_the_corpus_model_becomes_the_flows_model(user):
     assert chain.agent.flow.model_name == (data["model"] or "")
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt, request_", [("anthropic", ANTHROPIC_REQUEST), ("responses", RESPONSES_REQUEST)])
+def test_a_wire_request_imports_through_the_api_and_exports_back_exactly(api_client, fmt, request_):
+    resp = api_client.post("/api/import", {"data": request_})  # detected
+    assert resp.status_code == 201, resp.content[:300]
+    exported = api_client.get(f"/api/flows/{resp.json()['flow_id']}/export?format={fmt}")
+    assert json.loads(exported.content) == request_
+
+
+@pytest.mark.parametrize("fmt", TRANSCRIPT_FORMATS)
 def test_a_json_body_import_works_in_each_format(api_client, tool_round, fmt):
     data = export_chain(tool_round, fmt)
     resp = api_client.post("/api/import", {"format": fmt, "data": data, "title": "t"})

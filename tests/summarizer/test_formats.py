@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from summarizer.chain.messages import validate_messages
-from summarizer.formats.convert import FORMATS, FormatError, detect_format, export_chain, import_chain
+from summarizer.formats.convert import TRANSCRIPT_FORMATS, FormatError, detect_format, export_chain, import_chain
 from tests.conftest import corpus_params, load_corpus
 
 CALL_ID = "call_aaaaaaaaaaaaaaaaaaaaaaaa"
@@ -120,7 +120,7 @@ def test_pi_import_follows_parent_links_past_an_abandoned_branch():
     assert [m["content"] for m in chain] == ["q", "kept"]
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", TRANSCRIPT_FORMATS)
 @pytest.mark.parametrize("source", ["openai", "pentagi", "openclaw"])
 def test_every_imported_chain_round_trips_through_every_format(source, fmt):
     chain = import_chain({"openai": OPENAI_CHAIN, "pentagi": PENTAGI_CHAIN, "openclaw": PI_SESSION}[source])
@@ -135,7 +135,7 @@ def test_every_corpus_file_round_trips_in_all_three_formats(path):
     original = load_corpus(path)
     chain = import_chain(path.read_bytes())
     assert chain == original
-    for fmt in FORMATS:
+    for fmt in TRANSCRIPT_FORMATS:
         assert import_chain(export_chain(chain, fmt), fmt) == original, fmt
 
 
@@ -200,7 +200,7 @@ def chains(draw):
     return out
 
 
-@given(chains(), st.sampled_from(FORMATS))
+@given(chains(), st.sampled_from(TRANSCRIPT_FORMATS))
 def test_round_trip_holds_for_generated_chains(chain, fmt):
     assert import_chain(export_chain(chain, fmt), fmt) == chain
 

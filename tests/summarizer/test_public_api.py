@@ -18,6 +18,9 @@ PUBLIC_NAMES = {
     "registered_compaction_providers", "window_check", "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
     "MAX_INSTRUCTION_CHARS", "with_ledger", "is_case_insensitive_id",
     "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT",
+    "anthropic_to_messages", "messages_to_anthropic", "anthropic_response_message", "anthropic_response_content",
+    "responses_to_messages", "messages_to_responses", "responses_output_messages", "messages_to_responses_output",
+    "request_tokens", "RequestTokens", "observed_context_limit",
 }
 
 
