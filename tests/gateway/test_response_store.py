@@ -1,6 +1,7 @@
 """Our Responses ids against the database: minted, resolved per user, read, listed, deleted, never a 500."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from flows.gateway.response_store import (
 )
 from flows.gateway.threads import gateway_answer_append, gateway_thread
 from flows.gateway.wire import GatewayError
-from flows.models import GatewayCall, GatewayResponse
+from flows.models import ApiToken, GatewayCall, GatewayResponse
 
 pytestmark = pytest.mark.django_db
 
@@ -95,3 +96,28 @@ def test_a_conversation_its_chain_no_longer_holds_is_a_409_not_a_wrong_history(u
     assert info.value.status == 409 and info.value.code == "previous_response_unavailable"
     remember(response_id, [*INPUT, ANSWER], ["h1", "h2", "h3"])  # this process still holds it
     assert resolve_previous(user, response_id).hashes == ["h1", "h2", "h3"]
+
+
+def _get(client: Any, path: str, token: str, method: str = "get") -> tuple[int, dict[str, Any]]:
+    response = getattr(client, method)(path, HTTP_AUTHORIZATION=f"Bearer {token}")
+    return response.status_code, json.loads(response.content)
+
+
+def test_the_endpoints_read_list_and_delete_our_responses_and_hide_other_users(user: Any, django_user_model: Any,
+                                                                              client: Any) -> None:
+    response_id = _answered(user)
+    _, token = ApiToken.issue(user=user)
+    _, strangers = ApiToken.issue(user=django_user_model.objects.create_user("other", password="x"))
+    assert _get(client, f"/v1/responses/{response_id}", token) == (200, {"id": response_id, "object": "response",
+                                                                         "output": []})
+    status, page = _get(client, f"/v1/responses/{response_id}/input_items?order=asc&limit=5", token)
+    assert status == 200 and [i["role"] for i in page["data"]] == ["system", "user"]
+    assert _get(client, f"/v1/responses/{response_id}/input_items?limit=500", token)[0] == 400
+    assert _get(client, f"/v1/responses/{response_id}", strangers)[0] == 404
+    assert _get(client, f"/v1/responses/{response_id}", "pgw_wrong")[0] == 401
+    assert _get(client, f"/v1/responses/{response_id}", token, "post")[0] == 405
+    assert _get(client, f"/v1/responses/{response_id}", strangers, "delete")[0] == 404
+    assert _get(client, f"/v1/responses/{response_id}", token, "delete") == (200, {
+        "id": response_id, "object": "response", "deleted": True})
+    status, error = _get(client, f"/v1/responses/{response_id}", token)
+    assert status == 404 and error["error"]["code"] == "response_not_found"
