@@ -6,7 +6,14 @@ from the environment and the database, model windows), `windows` (writes of wind
 `compaction_plugins` (compaction providers installed as entry points).
 """
 from flows.config.compaction_plugins import load_compaction_providers
-from flows.config.endpoints import model_window_for, openai_client_for, provider_for, provider_from_env, split_model_ref
+from flows.config.endpoints import (
+    model_window_for,
+    openai_client_for,
+    provider_for,
+    provider_from_env,
+    provider_of_kind,
+    split_model_ref,
+)
 from flows.config.env import parse_env_text, settings_env_export, settings_env_export_rows
 from flows.config.registry import (
     SettingsError,
@@ -31,7 +38,8 @@ from flows.config.writes import (
 __all__ = [
     "EnvImportReport", "SettingsError", "compaction_provider_choices", "defaults_for", "load_compaction_providers",
     "model_window_ensure", "model_window_for", "openai_client_for", "parse_env_text", "provider_endpoint_ensure",
-    "provider_endpoint_remove", "provider_for", "provider_from_env", "settings_create", "settings_env_export",
+    "provider_endpoint_remove", "provider_for", "provider_from_env", "provider_of_kind", "settings_create",
+    "settings_env_export",
     "settings_env_export_rows", "settings_for", "settings_import_env", "settings_override_for", "settings_save",
     "settings_update", "settings_validate", "settings_values", "settings_warnings", "split_model_ref",
     "summarizer_config_for",

@@ -28,12 +28,14 @@ from flows.models import Flow, ModelWindow, ProviderConfig, ProviderKind
 __all__ = [
     "ENV_PROVIDER_NAME", "DEFAULT_OPENAI_BASE_URL", "DEFAULT_OPENAI_MODEL", "DISCOVERY_TIMEOUT_SECONDS",
     "provider_from_env", "provider_for", "openai_client_for", "discover_window", "model_window_for",
-    "split_model_ref", "providers_changed", "PROVIDER_CACHE_SECONDS",
+    "split_model_ref", "providers_changed", "PROVIDER_CACHE_SECONDS", "provider_of_kind", "ANTHROPIC_PROVIDER_NAME",
 ]
 
 logger = logging.getLogger(__name__)
 
 ENV_PROVIDER_NAME = "env"
+ANTHROPIC_PROVIDER_NAME = "anthropic"  # the provider PentAGI's ANTHROPIC_SERVER_URL / ANTHROPIC_API_KEY configure
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DISCOVERY_TIMEOUT_SECONDS = 10.0
@@ -59,13 +61,50 @@ def _env_values(env: Mapping[str, str]) -> dict[str, str] | None:
     return values
 
 
+def _anthropic_values(env: Mapping[str, str]) -> dict[str, str] | None:
+    """The Anthropic provider's fields from PentAGI's variables, or None when neither is set."""
+    url, key = env.get("ANTHROPIC_SERVER_URL", "").strip(), env.get("ANTHROPIC_API_KEY", "").strip()
+    if not url and not key:
+        return None
+    return {"base_url": url or DEFAULT_ANTHROPIC_BASE_URL, "api_key": key}
+
+
+def _save_anthropic_provider(values: dict[str, str]) -> None:
+    """The "anthropic" provider (kind anthropic, never the default: it serves the gateway's /v1/messages)."""
+    with transaction.atomic():
+        provider = ProviderConfig.objects.select_for_update().filter(name=ANTHROPIC_PROVIDER_NAME).first()
+        provider = provider or ProviderConfig(name=ANTHROPIC_PROVIDER_NAME)
+        changed = provider.pk is None or provider.kind != ProviderKind.ANTHROPIC
+        provider.kind = ProviderKind.ANTHROPIC
+        for field, value in values.items():
+            changed = changed or getattr(provider, field) != value
+            setattr(provider, field, value)
+        if changed:
+            provider.save()
+
+
+def provider_of_kind(kind: str) -> ProviderConfig | None:
+    """The default provider when it is of `kind`, else the first of that kind by name (after syncing the env)."""
+    default = provider_for()
+    if default is not None and default.kind == kind:
+        return default
+    return ProviderConfig.objects.filter(kind=kind).order_by("name").first()
+
+
 def provider_from_env(environ: Mapping[str, str] | None = None) -> ProviderConfig | None:
     """Create or update the "env" provider from OPENAI_* / LLM_SERVER_* variables; None when none is set.
 
     It becomes the default provider when no other provider is the default. LLM_SERVER_CONTEXT_TOKENS
     (llama.cpp and Ollama do not report their window) records the model's window unless an admin row exists.
+    ANTHROPIC_SERVER_URL / ANTHROPIC_API_KEY (PentAGI's) create or update the "anthropic" provider.
     """
     env = os.environ if environ is None else environ
+    anthropic = _anthropic_values(env)
+    if anthropic is not None:
+        try:
+            _save_anthropic_provider(anthropic)
+        except IntegrityError:  # another process created it at the same moment
+            _save_anthropic_provider(anthropic)
     values = _env_values(env)
     if values is None:
         provider = None
@@ -87,8 +126,9 @@ _synced_env: tuple[Any, ...] | None = None
 
 
 def _env_key(env: Mapping[str, str]) -> tuple[Any, ...]:
-    values = _env_values(env)
-    return (tuple(sorted(values.items())) if values else None, env.get("LLM_SERVER_CONTEXT_TOKENS", ""))
+    values, anthropic = _env_values(env), _anthropic_values(env)
+    return (tuple(sorted(values.items())) if values else None, env.get("LLM_SERVER_CONTEXT_TOKENS", ""),
+            tuple(sorted(anthropic.items())) if anthropic else None)
 
 
 def _save_env_provider(values: dict[str, str]) -> ProviderConfig:

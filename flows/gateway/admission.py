@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from flows.config import provider_for, settings_for, split_model_ref
+from flows.config import provider_for, provider_of_kind, settings_for, split_model_ref
 from flows.gateway.fit import SentMessages, gateway_observed, gateway_view_prepare
 from flows.gateway.protocols import CHAT, Protocol
 from flows.gateway.records import gateway_call_start
@@ -64,13 +64,24 @@ def authenticate_key(raw: str | None) -> AbstractBaseUser:
 def resolve_upstream(named: ProviderConfig | None, model: str, chain: Chain,
                      kind: str = str(ProviderKind.OPENAI)) -> tuple[ProviderConfig, str]:
     """The provider a `provider/model` prefix named (`split_model_ref`), else the flow's provider, else the
-    default; the model stays as sent. `kind` is the provider kind the wire needs."""
+    default; the model stays as sent. `kind` is the provider kind the wire needs: when the flow's or the
+    default provider is of another kind, the first provider of this kind (a /v1/messages call goes to an
+    Anthropic endpoint whatever serves /v1/chat/completions)."""
     provider = named or provider_for(flow=chain.agent.flow)
+    if named is None and (provider is None or provider.kind != kind) and kind != ProviderKind.OPENAI:
+        provider = provider_of_kind(kind)
     if provider is None or provider.kind != kind:
-        raise GatewayError(503, "no upstream model endpoint is configured: set LLM_SERVER_URL (or OPENAI_API_KEY) "
-                           "or add an OpenAI-compatible provider in the admin", type_="server_error",
-                           code="no_upstream")
+        raise GatewayError(503, _NO_UPSTREAM.get(kind, _NO_UPSTREAM[str(ProviderKind.OPENAI)]),
+                           type_="server_error", code="no_upstream")
     return provider, model
+
+
+_NO_UPSTREAM = {
+    str(ProviderKind.OPENAI): "no upstream model endpoint is configured: set LLM_SERVER_URL (or OPENAI_API_KEY) "
+                              "or add an OpenAI-compatible provider in the admin",
+    str(ProviderKind.ANTHROPIC): "no Anthropic upstream is configured: set ANTHROPIC_SERVER_URL / ANTHROPIC_API_KEY "
+                                 "or add an Anthropic-compatible provider in the admin",
+}
 
 
 def _pinned(headers: Mapping[str, str]) -> int | None:

@@ -60,12 +60,22 @@ def _sent_fields(sent: SentMessages, model: str, chain_id: int) -> dict[str, Any
             "sent_tokens": tokens if tokens is not None else count_tokens(sent.messages, model=model or None)}
 
 
+def _usage_tokens(usage: dict[str, Any]) -> tuple[int, int]:
+    """(prompt, completion) tokens of OpenAI's usage, or Anthropic's (input = uncached + cache reads + writes)."""
+    def number(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) else 0
+
+    if "prompt_tokens" in usage or "completion_tokens" in usage:
+        return number("prompt_tokens"), number("completion_tokens")
+    prompt = number("input_tokens") + number("cache_read_input_tokens") + number("cache_creation_input_tokens")
+    return prompt, number("output_tokens")
+
+
 def call_cost(provider: ProviderConfig | None, usage: dict[str, Any] | None) -> float:
     if provider is None or not isinstance(usage, dict):
         return 0.0
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    prompt = prompt if isinstance(prompt, int) else 0
-    completion = completion if isinstance(completion, int) else 0
+    prompt, completion = _usage_tokens(usage)
     return (prompt * provider.prompt_cost_per_mtok + completion * provider.completion_cost_per_mtok) / 1e6
 
 

@@ -92,3 +92,4 @@ async def list_models(provider: ProviderConfig) -> list[dict[str, Any]]:
         raise GatewayError(502, "the upstream's model listing is not OpenAI JSON", type_="server_error",
                            code="upstream_garbage")
     return [item for item in data if isinstance(item, dict) and isinstance(item.get("id"), str)]
+

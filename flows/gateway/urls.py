@@ -5,6 +5,8 @@ from flows.gateway import response_views, views
 
 urlpatterns = [
     path("chat/completions", views.chat_completions, name="gateway-chat-completions"),
+    path("messages", views.messages, name="gateway-messages"),  # Anthropic clients append /v1/messages
+    path("messages/count_tokens", views.count_tokens, name="gateway-count-tokens"),
     path("models", views.models, name="gateway-models"),
     path("responses/<str:response_id>", response_views.response_item, name="gateway-response"),
     path("responses/<str:response_id>/input_items", response_views.response_items, name="gateway-response-items"),

@@ -1,4 +1,5 @@
-"""The ASGI endpoints: `POST /v1/chat/completions` and `GET /v1/models` (async views; ORM work in one thread hop)."""
+"""The ASGI endpoints: `POST /v1/chat/completions`, `POST /v1/messages` (+ `/count_tokens`) and `GET /v1/models`
+(async views; ORM work in one thread hop; each wire's shapes are its protocol's)."""
 from __future__ import annotations
 
 import asyncio
@@ -11,14 +12,15 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from flows.config import model_window_for, provider_for
+from flows.config import model_window_for, provider_for, provider_of_kind, split_model_ref
+from flows.engine import request_tokens
 from flows.gateway import calls, hops, upstream
 from flows.gateway.admission import PreparedCall, authenticate_bearer, authenticate_key, chain_headers, prepare_call
-from flows.gateway.protocols import CHAT, Protocol
+from flows.gateway.protocols import ANTHROPIC, CHAT, Protocol, parse_messages_request, upstream_count_tokens
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.models import CallStatus, ProviderConfig, ProviderKind
 
-__all__ = ["chat_completions", "model_call", "models", "unknown"]
+__all__ = ["chat_completions", "messages", "count_tokens", "model_call", "models", "unknown"]
 
 JSON = "application/json"
 
@@ -40,6 +42,45 @@ def _method_not_allowed(allowed: str, protocol: Protocol = CHAT) -> HttpResponse
 @csrf_exempt
 async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return await model_call(request, CHAT)
+
+
+@csrf_exempt
+async def messages(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """Anthropic's Messages API: `POST /v1/messages`."""
+    return await model_call(request, ANTHROPIC)
+
+
+@csrf_exempt
+async def count_tokens(request: HttpRequest) -> HttpResponse:
+    """`POST /v1/messages/count_tokens`: the Anthropic upstream's own count when it has the endpoint, else ours,
+    labelled an estimate (`"estimate": true`, header X-Token-Count: estimate)."""
+    if request.method != "POST":
+        return _method_not_allowed("POST", ANTHROPIC)
+    try:
+        headers = dict(request.headers)
+        body, provider, model = await hops.run(_count_admit, headers, _body(request))
+        if provider is not None:
+            counted = await upstream_count_tokens(provider, {**body, "model": model}, headers,
+                                                  request.META.get("QUERY_STRING", ""))
+            if counted is not None:
+                return HttpResponse(counted, content_type=JSON)
+        estimate = await hops.run(request_tokens, body, "anthropic", model=model or None)
+    except GatewayError as exc:
+        return _error(exc, ANTHROPIC)
+    response = HttpResponse(json.dumps({"input_tokens": estimate.prompt, "estimate": True}), content_type=JSON)
+    response["X-Token-Count"] = "estimate"
+    return response
+
+
+def _count_admit(headers: dict[str, str], body: bytes | None) -> tuple[dict[str, Any], ProviderConfig | None, str]:
+    """The caller checked, the body parsed, and the Anthropic provider its model routes to (if any)."""
+    authenticate_key(ANTHROPIC.api_key(headers))
+    if body is None:
+        raise GatewayError(413, "request body over the server's MAX_REQUEST_BYTES", code="request_too_large")
+    parsed, _messages = parse_messages_request(body)
+    named, model = split_model_ref(str(parsed["model"]))
+    provider = named if named is not None else provider_of_kind(ANTHROPIC.provider_kind)
+    return parsed, provider if provider is not None and provider.kind == ANTHROPIC.provider_kind else None, model
 
 
 async def model_call(request: HttpRequest, protocol: Protocol) -> HttpResponse | StreamingHttpResponse:
@@ -150,6 +191,7 @@ def _default_first() -> list[ProviderConfig]:
 
 @csrf_exempt
 async def unknown(request: HttpRequest, rest: str) -> HttpResponse:
-    """Any other /v1/ path: an OpenAI-style 404 an SDK can show (the gateway serves chat completions only)."""
-    return _error(GatewayError(404, f"the gateway serves /v1/chat/completions and /v1/models, not /v1/{rest[:100]}",
+    """Any other /v1/ path: an OpenAI-style 404 an SDK can show."""
+    return _error(GatewayError(404, "the gateway serves /v1/chat/completions, /v1/messages, "
+                                    f"/v1/messages/count_tokens and /v1/models, not /v1/{rest[:100]}",
                                code="unknown_url"))

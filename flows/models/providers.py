@@ -12,6 +12,7 @@ from django.db import models
 class ProviderKind(models.TextChoices):
     EXTRACTIVE = "extractive", "offline extractive summarizer"
     OPENAI = "openai", "OpenAI-compatible endpoint"
+    ANTHROPIC = "anthropic", "Anthropic-compatible endpoint (Messages API; the gateway's /v1/messages)"
 
 
 class ProviderConfig(models.Model):
@@ -19,8 +20,10 @@ class ProviderConfig(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=ProviderKind.choices, default=ProviderKind.EXTRACTIVE)
-    base_url = models.URLField(blank=True, default="", help_text="e.g. https://api.openai.com/v1 (LLM_SERVER_URL)")
-    api_key = models.CharField(max_length=500, blank=True, default="", help_text="OPENAI_API_KEY / LLM_SERVER_KEY")
+    base_url = models.URLField(blank=True, default="", help_text="e.g. https://api.openai.com/v1 (LLM_SERVER_URL), "
+                                                                 "https://api.anthropic.com (ANTHROPIC_SERVER_URL)")
+    api_key = models.CharField(max_length=500, blank=True, default="",
+                               help_text="OPENAI_API_KEY / LLM_SERVER_KEY / ANTHROPIC_API_KEY (sent as x-api-key)")
     model = models.CharField(max_length=200, blank=True, default="", help_text="LLM_SERVER_MODEL")
     timeout_seconds = models.FloatField(default=60.0, validators=[MinValueValidator(1), MaxValueValidator(3600)])
     max_attempts = models.PositiveIntegerField(default=3, validators=[MinValueValidator(1), MaxValueValidator(10)])

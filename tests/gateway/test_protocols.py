@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from flows.gateway.protocols import CHAT, ExtraTokens
+from flows.gateway.protocols import ANTHROPIC, CHAT, ExtraTokens
 from flows.gateway.wire import GatewayError
 
 TOOL = {"type": "function", "function": {"name": "terminal", "description": "run a shell command",
@@ -74,3 +74,60 @@ def test_chat_answer_that_is_not_a_completion_is_a_502() -> None:
     with pytest.raises(GatewayError) as caught:
         CHAT.answer(b'{"choices": []}')
     assert caught.value.status == 502 and caught.value.code == "upstream_garbage"
+
+
+def _anthropic(turns: list[object], **fields: object) -> bytes:
+    return json.dumps({"model": "claude-x", "max_tokens": 900, "messages": turns, **fields}).encode()
+
+
+SIGNED = {"type": "thinking", "thinking": "pick a port", "signature": "sig-from-upstream"}
+OPEN_ROUND = [{"role": "user", "content": "scan"},
+              {"role": "assistant", "content": [SIGNED, {"type": "tool_use", "id": "t1", "name": "sh", "input": {}}]},
+              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "22 open"}]}]
+
+
+def test_anthropic_reads_tools_max_tokens_and_the_key_from_either_header() -> None:
+    request = ANTHROPIC.parse(_anthropic(OPEN_ROUND, tools=[{"name": "sh", "input_schema": {"type": "object"}}]),
+                              {"Anthropic-Version": "2023-06-01", "Anthropic-Beta": "b1"}, "beta=true")
+    assert request.forward == {"anthropic-version": "2023-06-01", "anthropic-beta": "b1"}
+    extra = ANTHROPIC.extra_tokens(request)
+    assert extra.tools > 0 and extra.reserve == 900
+    assert ANTHROPIC.api_key({"X-Api-Key": "pgw_1"}) == "pgw_1"
+    assert ANTHROPIC.api_key({"Authorization": "Bearer pgw_2"}) == "pgw_2"
+
+
+def test_anthropic_manage_keeps_signed_thinking_drops_rebuilt_and_marks_the_summary_for_caching() -> None:
+    request = ANTHROPIC.parse(_anthropic(OPEN_ROUND, system=[{"type": "text", "text": "rules",
+                                                              "cache_control": {"type": "ephemeral"}}]), {}, "")
+    summary = {"role": "user", "content": "<summary>scanned 10.0.0.1</summary>"}
+    old = {"role": "assistant", "content": "done", "reasoning": {"content": "x", "signature": "placeholder"}}
+    view = [request.messages[0], summary, old, *request.messages[1:]]
+    body = ANTHROPIC.rebuilt(request, "claude-x", view, manage=True)
+    assert body["system"] == json.loads(request.raw)["system"] and body["max_tokens"] == 900
+    turns = body["messages"]
+    # what the gateway made (summary, older turns) ends with a breakpoint: the stable prefix
+    assert turns[1]["content"] == [{"type": "text", "text": "done", "cache_control": {"type": "ephemeral"}}]
+    assert turns[0] == summary  # and a rebuilt thinking block (placeholder signature) never goes upstream
+    assert turns[-2]["content"][0] == SIGNED and turns[-3:] == OPEN_ROUND  # the open round as the agent sent it
+
+
+@pytest.mark.parametrize("turns,needle", [
+    ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}], "never issued"),
+    ([{"role": "user", "content": "go"}, {"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}]}],
+     "signature"),
+])
+def test_anthropic_bad_blocks_are_400_in_anthropic_error_json(turns: list[object], needle: str) -> None:
+    with pytest.raises(GatewayError) as caught:
+        ANTHROPIC.parse(_anthropic(turns), {}, "")
+    error = json.loads(ANTHROPIC.error_body(caught.value))
+    assert caught.value.status == 400 and error["type"] == "error"
+    assert error["error"]["type"] == "invalid_request_error" and needle in error["error"]["message"]
+
+
+def test_anthropic_stream_without_message_stop_has_no_answer() -> None:
+    reader = ANTHROPIC.stream_reader(ANTHROPIC.parse(_anthropic(OPEN_ROUND), {}, ""), manage=False)
+    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [],
+                                                  "usage": {"input_tokens": 3}}}
+    passed = reader.feed(b"event: message_start\ndata: " + json.dumps(start).encode() + b"\n\n")
+    assert passed and reader.result().answer is None and "message_stop" in reader.result().error
+    assert ANTHROPIC.stream_error("cut").startswith(b"event: error\ndata: ")
