@@ -85,6 +85,7 @@ async def test_the_flow_socket_takes_one_slot_of_the_users_cap(monkeypatch):
     assert (await first.connect())[0]
     assert ws_limits.sockets_open(user.pk) == 1
     second = await _flow_socket(chain.agent.flow_id, cookie)
-    assert await second.connect() == (False, ws_limits.CLOSE_TOO_MANY)
+    assert (await second.connect())[0]  # accepted, so that the browser can read why it is closed
+    assert await second.receive_output() == {"type": "websocket.close", "code": ws_limits.CLOSE_TOO_MANY}
     await first.disconnect()
     assert ws_limits.sockets_open(user.pk) == 0
