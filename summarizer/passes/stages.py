@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,12 +74,19 @@ class StageError(RuntimeError):
     """A summary that the chain depends on could not be produced; the caller keeps the original chain."""
 
 
+PromptBuilder = Callable[[Sequence[Message], Sequence[Message]], str]
+
+
 @dataclass
 class PassContext:
+    """What one run shares across its passes. `build_prompt(humans, messages)` writes a summary prompt:
+    PentAGI's own by default; the window strategy passes one that bounds what the summarizer is sent."""
+
     id_template: str
     rng: random.Random | None = None
     ignored_failures: list[str] = field(default_factory=list)
     issued_ids: set[str] = field(default_factory=set)
+    build_prompt: PromptBuilder = build_summary_prompt
 
     def summary_call_id(self, text: str, replaced: Sequence[Message]) -> str:
         """A summary call id: from `rng` when one is given, else derived from the summary and what it replaces,
@@ -123,8 +130,8 @@ def _humans(section: Section) -> list[Message]:
     return [section.header.human] if section.header.human is not None else []
 
 
-def _prompt(section: Section, messages: list[Message]) -> str:
-    return build_summary_prompt(_humans(section), messages)
+def _prompt(section: Section, messages: list[Message], ctx: PassContext) -> str:
+    return ctx.build_prompt(_humans(section), messages)
 
 
 # ---------------------------------------------------------------- Stage A
@@ -133,7 +140,7 @@ def stage_a(ast: ChainAST, keep: int, ctx: PassContext) -> PassGen:
             if sec.body and not (len(sec.body) == 1 and sec.body[0].is_summary)]
     if not jobs:
         return
-    outcomes = yield Batch("a", tuple(_prompt(ast.sections[i], ast.sections[i].body_messages()) for i in jobs))
+    outcomes = yield Batch("a", tuple(_prompt(ast.sections[i], ast.sections[i].body_messages(), ctx) for i in jobs))
     failures = [_reason(o) for o in outcomes if _failed(o)]
     if failures:
         raise StageError(f"summary generation failed: {'; '.join(failures)}")
@@ -169,7 +176,7 @@ def _oversized_pairs(section: Section, max_bp_bytes: int, ctx: PassContext) -> P
     jobs = [j for j, p in enumerate(body[:-1]) if p.size > max_bp_bytes and not p.is_summary]
     if not jobs:
         return
-    outcomes = yield Batch("b", tuple(_prompt(section, body[j].messages()) for j in jobs))
+    outcomes = yield Batch("b", tuple(_prompt(section, body[j].messages(), ctx) for j in jobs))
     for j, outcome in zip(jobs, outcomes, strict=False):
         if _failed(outcome):  # PentAGI ignores these: the pair simply stays as it was
             ctx.ignored_failures.append(_reason(outcome))
@@ -189,7 +196,7 @@ def rotate_section(section: Section, config: SummarizerConfig, ctx: PassContext)
     if old == 0:
         return
     messages = [m for p in body[:old] for m in p.messages()]
-    (outcome,) = yield Batch("b", (_prompt(section, messages),))
+    (outcome,) = yield Batch("b", (_prompt(section, messages, ctx),))
     if _failed(outcome):
         raise StageError(f"last section summary generation failed: {_reason(outcome)}")
     section.body = [_summary_pair(body[:old], outcome, ctx, keep_reasoning=True), *body[old:]]
@@ -238,10 +245,11 @@ def _qa_human(humans: list[Message], summarize_humans: bool) -> Generator[Batch,
     return {"role": "user", "content": outcome}
 
 
-def _qa_ai_text(humans: list[Message], ais: list[Message]) -> Generator[Batch, list[Outcome], str]:
+def _qa_ai_text(humans: list[Message], ais: list[Message],
+                ctx: PassContext) -> Generator[Batch, list[Outcome], str]:
     if not ais:  # nothing the AI said: the summary is empty rather than a prompt about the questions
         return ""
-    (outcome,) = yield Batch("c", (build_summary_prompt(humans, ais),))
+    (outcome,) = yield Batch("c", (ctx.build_prompt(humans, ais),))
     if _failed(outcome):
         raise StageError(f"QA (ai) summary generation failed: {_reason(outcome)}")
     summary: str = outcome
@@ -270,7 +278,7 @@ def stage_c(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, *, keep: 
         return
     humans = [h for s in old for h in _humans(s)]
     new_human = yield from _qa_human(humans, config.summ_human_in_qa)
-    text = yield from _qa_ai_text(humans, [m for s in old for m in s.body_messages()])
+    text = yield from _qa_ai_text(humans, [m for s in old for m in s.body_messages()], ctx)
     pair = _summary_pair([p for s in old for p in s.body], text, ctx, keep_reasoning=False)
     rebuilt = [Section(Header(human=s.header.human, human_lineage=s.header.human_lineage), s.body) for s in recent]
     ast.sections = [Section(_qa_header(old, new_human), [pair]), *rebuilt]
