@@ -14,6 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from flows.config import model_window_for, provider_for
 from flows.gateway import calls, hops, upstream
 from flows.gateway.admission import PreparedCall, authenticate_bearer, chain_headers, prepare_call
+from flows.gateway.sessions import call_headers
 from flows.gateway.wire import ChatRequest, GatewayError, parse_chat_request
 from flows.models import CallStatus, ProviderConfig, ProviderKind
 
@@ -41,7 +42,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
     if request.method != "POST":
         return _method_not_allowed("POST")
     started = time.monotonic()
-    headers = dict(request.headers)
+    headers = call_headers(request)
     await calls.settled(headers.get("Authorization", ""))  # this agent's previous answer is in its chain
     try:
         chat, prepared = await hops.run(_admit, headers, _body(request))
