@@ -44,6 +44,7 @@ def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
         return step
     step.after, step.lineage = result.messages, [list(x) for x in result.lineage]
     step.tokens_after = records.view_tokens(step.after, model=state.model)
+    step.reason = result.reason  # the rules that fired, in words and numbers (issue 23)
     if result.calls == 0:
         step.outcome, step.reason = Outcome.SKIPPED, "within the summarizer's byte budgets: nothing summarized"
     return step
