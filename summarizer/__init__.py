@@ -56,6 +56,7 @@ from summarizer.compact.prune import PruneSettings, prune_view
 from summarizer.compact.validate_view import InvalidView, assert_valid_view
 from summarizer.extractive.briefing import extractive_summarize, make_extractive
 from summarizer.extractive.ledger import with_ledger
+from summarizer.extractive.retention import Retention, retention_of
 from summarizer.formats.anthropic import (
     anthropic_response_content,
     anthropic_response_message,
@@ -119,6 +120,8 @@ __all__ = [
     "registered_compaction_providers", "window_check", "MAX_INSTRUCTION_CHARS",
     # the deterministic ledger of audited findings appended to every model-written summary
     "with_ledger", "is_case_insensitive_id",
+    # the retention score of a compaction: the replaced messages' findings and identifiers the view still holds
+    "retention_of", "Retention",
     # settings: one declaration per setting, one boolean parser (Go's strconv.ParseBool set)
     "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
     # the system prompts every summary request is sent with (one text per purpose, for the app and the CLI)

@@ -37,6 +37,11 @@ class SummarizeResult:
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
+    @property
+    def reason(self) -> str:
+        """Which rules fired, in words and numbers ("" when nothing was summarized)."""
+        return "; ".join(self.stats.get("reasons", []))
+
 
 class _Run:
     """Bookkeeping shared by the sync and async drivers."""
@@ -83,6 +88,7 @@ class _Run:
             "messages_before": len(self.messages), "messages_after": messages_after,
             "calls": self.calls, "summarize_input_bytes": self.prompt_bytes, "stage_calls": dict(self.stage_calls),
             "ignored_failures": list(self.ctx.ignored_failures) if self.ctx else [],
+            "reasons": list(self.ctx.reasons) if self.ctx else [],
         }
 
     def success(self, ast: ChainAST) -> SummarizeResult:

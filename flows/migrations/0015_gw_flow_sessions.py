@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('flows', '0013_perf_strategy_settings'),
+        ('flows', '0014_sum_event_retention'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
