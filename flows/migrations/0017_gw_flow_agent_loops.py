@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('flows', '0015_gw_flow_sessions'),
+        ('flows', '0016_perf_window_input_tokens'),
     ]
 
     operations = [
