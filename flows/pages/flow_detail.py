@@ -12,9 +12,16 @@ from django.views.decorators.http import require_GET
 from flows.models import Flow, SummaryEvent
 from flows.pages.event_filters import KINDS, OUTCOMES, event_filter_parse
 from flows.pages.lookup import flow_or_404
-from flows.pages.selectors import events_hidden, flow_detail_context, flow_extras, flow_timeline
+from flows.pages.selectors import (
+    events_hidden,
+    flow_agents,
+    flow_detail_context,
+    flow_extras,
+    flow_live_chain_ids,
+    flow_timeline,
+)
 
-__all__ = ["flow_page", "flow_timeline_fragment"]
+__all__ = ["flow_page", "flow_timeline_fragment", "flow_agents_fragment"]
 
 MAX_NOTE_QUERY_CHARS = 200
 
@@ -48,3 +55,12 @@ def _timeline_context(request: HttpRequest, flow: Flow) -> dict[str, Any]:
     return {"events": flow_timeline(flow=flow, only=only), "event_filter": only,
             "events_hidden": events_hidden(events=every, only=only),
             "events_skipped_url": f"?{skipped_query.urlencode()}#timeline-h"}
+
+
+@login_required
+@require_GET
+def flow_agents_fragment(request: HttpRequest, flow_id: int) -> HttpResponse:
+    """The agents section alone (server-rendered, escaped), most recently active first, for the live flow page."""
+    flow = flow_or_404(request, flow_id)
+    return render(request, "flows/partials/flow_agents.html",
+                  {"flow": flow, "agents": flow_agents(flow=flow), "live_chain_ids": flow_live_chain_ids(flow=flow)})

@@ -16,7 +16,17 @@ from django.utils import timezone
 
 from flows.config import model_window_for
 from flows.engine import effective_reserve, window_check
-from flows.models import Chain, ChainView, Flow, LLMCall, MemoryNote, Message, SummarizerSettings, SummaryEvent
+from flows.models import (
+    AgentLoop,
+    Chain,
+    ChainView,
+    Flow,
+    LLMCall,
+    MemoryNote,
+    Message,
+    SummarizerSettings,
+    SummaryEvent,
+)
 from flows.pages.event_filters import ALL_BUT_SKIPPED, EventFilter
 from flows.pages.flow_activity import Activity, flow_activity
 
@@ -27,7 +37,7 @@ __all__ = [
     "view_history", "raw_prefix_bytes", "display_text", "is_summary_message", "settings_row_for",
     "chain_events_page", "events_hidden", "chain_event_detail", "chain_view_versions", "chain_view_version",
     "chain_message",
-    "flow_costs", "flow_notes", "flow_timeline", "flow_cost", "flow_extras",
+    "flow_costs", "flow_notes", "flow_timeline", "flow_live_chain_ids", "flow_cost", "flow_extras",
 ]
 
 PAGE_SIZE_MESSAGES = 200
@@ -143,17 +153,30 @@ def _set_activity(rows: dict[int, FlowRow]) -> None:
 
 
 def flow_detail_context(*, flow: Flow) -> dict[str, Any]:
-    """Agents with their chains (sizes aggregated) and the flow's model window."""
+    """Agents with their chains (sizes aggregated, the agent loops seen in each), the most recently active
+    agent first, and the flow's model window."""
+    return {"agents": flow_agents(flow=flow), "window": window_for_model(flow.model_name)}
+
+
+def flow_agents(*, flow: Flow) -> list[dict[str, Any]]:
+    """The flow's agents, most recently active first (a chain's last write is its agent's activity)."""
     chains = list(Chain.objects.filter(agent__flow=flow).select_related("agent")
                   .annotate(n_messages=Count("messages"), raw_bytes=Sum("messages__byte_size"),
                             v_bytes=_latest_view_subquery("byte_size"), v_tokens=_latest_view_subquery("token_count"))
                   .order_by("agent_id", "id"))
+    loops: dict[int, list[AgentLoop]] = {}
+    for loop in AgentLoop.objects.filter(chain__agent__flow=flow).order_by("-updated_at", "-pk"):
+        loops.setdefault(loop.chain_id, []).append(loop)
     agents: dict[int, dict[str, Any]] = {}
     for agent in flow.agents.all():
-        agents[agent.pk] = {"agent": agent, "chains": []}
+        agents[agent.pk] = {"agent": agent, "chains": [], "last_activity": agent.created_at, "loops": 0}
     for chain in chains:
-        agents[chain.agent_id]["chains"].append(chain)
-    return {"agents": list(agents.values()), "window": window_for_model(flow.model_name)}
+        entry = agents[chain.agent_id]
+        chain.loop_rows = loops.get(chain.pk, [])
+        entry["chains"].append(chain)
+        entry["loops"] += len(chain.loop_rows)
+        entry["last_activity"] = max(entry["last_activity"], chain.updated_at)
+    return sorted(agents.values(), key=lambda a: (a["last_activity"], a["agent"].pk), reverse=True)
 
 
 @dataclass(frozen=True)
@@ -348,10 +371,16 @@ def flow_timeline(*, flow: Flow, only: EventFilter = ALL_BUT_SKIPPED) -> list[Su
                 .order_by("-id")[:TIMELINE_SHOWN])
 
 
+def flow_live_chain_ids(*, flow: Flow) -> list[int]:
+    """The flow's active chains (the agents section names them; the page's one socket hears them all)."""
+    return list(Chain.objects.filter(agent__flow=flow, is_active=True).order_by("id").values_list("pk", flat=True))
+
+
 def flow_cost(*, flow: Flow) -> FlowCost:
     return flow_costs(flow_ids=[flow.pk]).get(flow.pk, FlowCost())
 
 
 def flow_extras(*, flow: Flow, note_kind: str, note_q: str) -> dict[str, Any]:
     notes, note_filter = flow_notes(flow=flow, kind=note_kind, q=note_q)
-    return {"notes": notes, "note_filter": note_filter, "cost": flow_cost(flow=flow)}
+    return {"notes": notes, "note_filter": note_filter, "cost": flow_cost(flow=flow),
+            "live_chain_ids": flow_live_chain_ids(flow=flow)}
