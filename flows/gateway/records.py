@@ -1,6 +1,7 @@
 """The record of one gateway call (`GatewayCall`) and its live events: opened, retried, closed."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -98,10 +99,11 @@ def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, lat
 
 
 def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: list[Msg] | None,
-                          answer: Msg | None, after_seq: int | None = None, **finish: Any) -> GatewayCall:
+                          answer: Msg | None, after_seq: int | None = None,
+                          then: Callable[[GatewayCall], None] | None = None, **finish: Any) -> GatewayCall:
     """The end of a call in one transaction: the complete answer appended (when the chain has not moved on
     meanwhile; see gateway_answer_append) and the call record closed; `finish` are gateway_call_finish's
-    fields."""
+    fields, `then` what the call's wire keeps beside the record (in the same transaction)."""
     with transaction.atomic():
         seq = None
         if answer is not None:
@@ -109,4 +111,7 @@ def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: lis
                                         history=history, after_seq=after_seq)
             if seq is None and not finish.get("error"):
                 finish["error"] = "answer not appended: the chain moved on during the call"
-        return gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)
+        closed = gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)
+        if then is not None:
+            then(closed)
+        return closed
