@@ -186,3 +186,31 @@ def test_a_malformed_request_is_an_openai_error_never_a_500(gateway: Gateway) ->
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(request, timeout=30)
         assert info.value.code == 400 and json.loads(info.value.read())["error"]["code"] == code
+
+
+def test_the_openai_agents_sdk_runs_a_tool_loop_through_the_gateway_in_both_state_styles(
+        gateway: Gateway, upstream: SummarizingResponsesUpstream) -> None:
+    agents = pytest.importorskip("agents")
+    from openai import AsyncOpenAI
+
+    agents.set_tracing_disabled(True)
+    ran: list[str] = []
+
+    @agents.function_tool
+    def run_command(cmd: str) -> str:
+        """Run a shell command on the attack box."""
+        ran.append(cmd)
+        return tool_output(cmd, len(ran))
+
+    client = AsyncOpenAI(base_url=gateway.v1, api_key=gateway.token, max_retries=0, timeout=60)
+    agent = agents.Agent(name="pentester", instructions=INSTRUCTIONS, tools=[run_command],
+                         model=agents.OpenAIResponsesModel(model=MODEL, openai_client=client))
+    seen = len(upstream.calls())
+    first = agents.Runner.run_sync(agent, "agents-sdk: scan 10.10.5.23")
+    second = agents.Runner.run_sync(agent, "agents-sdk: and the next range",
+                                    previous_response_id=first.last_response_id)
+    assert ran and "done" in str(first.final_output) and "done" in str(second.final_output)
+    assert first.last_response_id.startswith("resp_") and len(upstream.calls()) - seen == 4
+    chain_ids = {int(c) for c in gateway.query(
+        "sorted(set(GatewayCall.objects.order_by('-pk').values_list('chain_id', flat=True)[:4]))")}
+    assert len(chain_ids) == 1  # the stateless first run and its stateful continuation: one chain
