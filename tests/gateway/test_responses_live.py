@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
-from tests.fakes import free_port
-from tests.flows.pipeline_live import PYTHON, Stack, api, wait_http
+from tests.flows.pipeline_live import api
 from tests.gateway.agent_loop import tool_output
+from tests.gateway.conftest import RESPONSES_UPSTREAM_KEY as UPSTREAM_KEY
+from tests.gateway.conftest import RESPONSES_WINDOW_TOKENS as WINDOW_TOKENS
 from tests.gateway.conftest import Gateway
 from tests.gateway.responses_loop import (
     INSTRUCTIONS,
@@ -27,26 +26,12 @@ from tests.gateway.responses_loop import (
 )
 
 pytestmark = pytest.mark.timeout(600)
-WINDOW_TOKENS = 6000
-UPSTREAM_KEY = "sk-responses-upstream"
 TURNS = 20
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    upstream = SummarizingResponsesUpstream(window_tokens=WINDOW_TOKENS, api_key=UPSTREAM_KEY)
-    var_dir: Path = tmp_path_factory.mktemp("responses-gateway")
-    stack = Stack.create(var_dir, LLM_SERVER_URL=upstream.url, LLM_SERVER_KEY=UPSTREAM_KEY, LLM_SERVER_MODEL=MODEL,
-                         LLM_SERVER_CONTEXT_TOKENS=str(WINDOW_TOKENS))
-    try:
-        creds = stack.provision()
-        port = free_port()
-        proc = stack.start("run", [PYTHON, "manage.py", "run", "--no-demo", "--port", str(port)])
-        wait_http(f"http://127.0.0.1:{port}/accounts/login/", proc, stack.log("run"))
-        yield Gateway(stack, port, creds, upstream)  # type: ignore[arg-type]
-    finally:
-        stack.close()
-        upstream.close()
+@pytest.fixture
+def gateway(responses_gateway: Gateway) -> Gateway:
+    return responses_gateway
 
 
 @pytest.fixture
