@@ -56,6 +56,7 @@ from summarizer.compact.prune import PruneSettings, prune_view
 from summarizer.compact.validate_view import InvalidView, assert_valid_view
 from summarizer.extractive.briefing import extractive_summarize, make_extractive
 from summarizer.extractive.ledger import with_ledger
+from summarizer.extractive.retention import Retention, retention_of
 from summarizer.formats.anthropic import (
     anthropic_response_content,
     anthropic_response_message,
@@ -75,6 +76,7 @@ from summarizer.passes.handler import SummaryCache, cap_input, with_cap_and_cach
 from summarizer.passes.prompts import COMPACTION_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT
 from summarizer.passes.restore import prepare_provider_switch, restore_chain
 from summarizer.passes.summarize import SummarizeResult, asummarize_chain, summarize_chain
+from summarizer.passes.window import STRATEGIES, WindowTarget, summarize_chain_for_window
 from summarizer.recovery.fallback import retry_call, summarize_with_fallback
 from summarizer.recovery.overflow import (
     call_with_overflow_recovery,
@@ -93,6 +95,8 @@ __all__ = [
     "validate_messages", "check_invariants", "summarize_chain", "asummarize_chain", "SummarizeResult",
     "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "SUMMARIZATION_TOOL", "SUMMARY_PREFIX",
     "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch", "split_turns",
+    # the window-aware strategy: PentAGI's passes only when the view would not fit the window's margin
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
     # the offline summarizer and the transcript formats
     "extractive_summarize", "make_extractive", "import_chain", "export_chain", "detect_format", "FormatError",
     "FORMATS",
@@ -116,6 +120,8 @@ __all__ = [
     "registered_compaction_providers", "window_check", "MAX_INSTRUCTION_CHARS",
     # the deterministic ledger of audited findings appended to every model-written summary
     "with_ledger", "is_case_insensitive_id",
+    # the retention score of a compaction: the replaced messages' findings and identifiers the view still holds
+    "retention_of", "Retention",
     # settings: one declaration per setting, one boolean parser (Go's strconv.ParseBool set)
     "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
     # the system prompts every summary request is sent with (one text per purpose, for the app and the CLI)

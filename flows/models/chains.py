@@ -253,6 +253,9 @@ class SummaryEvent(models.Model):
     duration_ms = models.IntegerField(default=0)
     covered = models.JSONField(default=list, help_text="raw seq ranges [[from, to], ...] the summaries replace")
     summary_text = models.TextField(blank=True, default="")
+    retention = models.JSONField(null=True, blank=True, help_text="{'score', 'counted', 'kept', 'lost': "
+                                 "[{'kind', 'value'}], 'lost_secret'}: what the new view kept of the replaced "
+                                 "messages' findings and identifiers (None: nothing was replaced)", **SAFE_JSON)
     settings_snapshot = models.JSONField(default=dict)
     view = models.ForeignKey(ChainView, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
     raw_seq_to = models.IntegerField(default=0, help_text="newest raw seq the event worked on")

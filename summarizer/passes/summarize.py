@@ -37,6 +37,11 @@ class SummarizeResult:
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
+    @property
+    def reason(self) -> str:
+        """Which rules fired, in words and numbers ("" when nothing was summarized)."""
+        return "; ".join(self.stats.get("reasons", []))
+
 
 class _Run:
     """Bookkeeping shared by the sync and async drivers."""
@@ -56,6 +61,12 @@ class _Run:
         self.before: dict[str, int] = {"bytes": 0, "sections": 0}
 
     def start(self) -> tuple[ChainAST, PassGen]:
+        ast = self.parse()
+        assert self.ctx is not None
+        return ast, run_passes(ast, self.config, self.ctx)
+
+    def parse(self) -> ChainAST:
+        """Validate and parse the input (force mode) and set up the pass context; no pass runs yet."""
         validate_messages(self.messages)
         self.before["bytes"] = chain_bytes(self.messages)
         template = self.id_template or detect_id_template(self.messages)
@@ -63,7 +74,7 @@ class _Run:
         ast = parse_chain(self.messages, force=True, lineage=self.lineage_in)
         self.before["sections"] = len(ast.sections)
         self.ctx = PassContext(template, self.rng)
-        return ast, run_passes(ast, self.config, self.ctx)
+        return ast
 
     def count(self, batch: Batch) -> None:
         self.calls += len(batch.prompts)
@@ -77,6 +88,7 @@ class _Run:
             "messages_before": len(self.messages), "messages_after": messages_after,
             "calls": self.calls, "summarize_input_bytes": self.prompt_bytes, "stage_calls": dict(self.stage_calls),
             "ignored_failures": list(self.ctx.ignored_failures) if self.ctx else [],
+            "reasons": list(self.ctx.reasons) if self.ctx else [],
         }
 
     def success(self, ast: ChainAST) -> SummarizeResult:
