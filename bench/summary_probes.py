@@ -53,6 +53,7 @@ CORPUS_DIR = ROOT.parent / "shared" / "corpus"
 PROBES_DIR = ROOT / "bench" / "probes"
 DEFAULT_WINDOW_TOKENS = 8192
 MANAGERS = {"ours-agent": lambda w: Ours(w, "agent"), "ours-agent-window": lambda w: OursWindow(w, "agent"),
+            "ours-agent-window-4k": lambda w: OursWindow(w, "agent", input_tokens=4000),
             "langchain": LangChainSummarization,
             "langmem": LangMemSummarization}
 _ID_LINE_PREFIXES = ("Identifiers:", "- identifiers:", "- also in tool output:")
@@ -71,6 +72,8 @@ class ProbeRow:
     repeated: int = 0
     turn_seconds: list[float] = field(default_factory=list)
     call_seconds: list[float] = field(default_factory=list)
+    calls: int = 0
+    input_bytes: int = 0
     error: str = ""
     held_back: bool = False
 
@@ -153,6 +156,7 @@ def probe_file(transcript: Path, facts: list[dict[str, Any]], key: str, window_t
     row.missed = facts_kept(facts, view)
     row.kept = row.facts - len(row.missed)
     row.view_tokens = count_tokens(view)
+    row.calls, row.input_bytes = manager.model.calls, manager.model.input_bytes
     summaries = _summaries(raw, view)
     row.id_share, row.repeated = identifier_share(summaries), repeated_headings(summaries)
     return row
@@ -181,8 +185,8 @@ def _print(rows: list[ProbeRow]) -> None:
         print(f"| {r.file}{held} | {r.manager}{note} | {r.kept}/{r.facts} | {r.compression:.1f}× | {r.id_share:.0%} "
               f"| {r.repeated} | {_ms(r.turn_seconds)} | {_ms(r.call_seconds)} | {'; '.join(r.missed)} |")
     print("\n| manager | files | facts kept | compression (pooled tokens) | identifier share (mean) "
-          "| repeated headings | p95 ms per turn | p95 ms per summary call |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| repeated headings | p95 ms per turn | p95 ms per summary call | summarize calls | input KiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in dict.fromkeys(r.manager for r in rows):
         mine = [r for r in rows if r.manager == name and r.turn_seconds]
         if not mine:
@@ -203,7 +207,8 @@ def _print_total(name: str, label: str, mine: list[ProbeRow]) -> None:
     turns = [s for r in mine for s in r.turn_seconds]
     calls = [s for r in mine for s in r.call_seconds]
     print(f"| {name} ({label}) | {len(mine)} | {kept}/{facts} ({kept / max(facts, 1):.0%}) | {pooled:.1f}× "
-          f"| {share:.0%} | {sum(r.repeated for r in mine)} | {_ms(turns)} | {_ms(calls)} |")
+          f"| {share:.0%} | {sum(r.repeated for r in mine)} | {_ms(turns)} | {_ms(calls)} "
+          f"| {sum(r.calls for r in mine)} | {sum(r.input_bytes for r in mine) / 1024:,.0f} |")
 
 
 def _probes(directory: Path, wanted: set[str]) -> list[tuple[str, list[dict[str, Any]], bool]]:

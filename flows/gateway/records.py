@@ -1,20 +1,24 @@
 """The record of one gateway call (`GatewayCall`) and its live events: opened, retried, closed."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from flows.core import broadcast
 from flows.engine import count_tokens
 from flows.gateway.fit import Msg, SentMessages
+from flows.gateway.loops import agent_loop_check
 from flows.gateway.threads import gateway_answer_append
 from flows.models import Chain, ChainView, GatewayCall, Message, ProviderConfig
 
 __all__ = ["gateway_call_start", "gateway_call_retried", "gateway_call_finish", "gateway_call_complete", "call_cost"]
+
+log = logging.getLogger(__name__)
 
 
 def _call_event(call: GatewayCall, kind: str) -> dict[str, Any]:
@@ -111,7 +115,19 @@ def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: lis
                                         history=history, after_seq=after_seq)
             if seq is None and not finish.get("error"):
                 finish["error"] = "answer not appended: the chain moved on during the call"
+            elif seq is not None and answer.get("tool_calls"):
+                _loop_check(call, seq)
         closed = gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)
         if then is not None:
             then(closed)
         return closed
+
+
+def _loop_check(call: GatewayCall, seq: int) -> None:
+    """Flag an agent loop the answer makes; a failure here is logged, never the call's (own savepoint)."""
+    try:
+        with transaction.atomic():
+            chain = Chain.objects.select_related("agent").get(pk=call.chain_id)
+            agent_loop_check(chain=chain, seq=seq, call_id=call.pk)
+    except DatabaseError:
+        log.exception("agent loop check failed for gateway call %s", call.pk)

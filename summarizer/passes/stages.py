@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,12 +74,19 @@ class StageError(RuntimeError):
     """A summary that the chain depends on could not be produced; the caller keeps the original chain."""
 
 
+PromptBuilder = Callable[[Sequence[Message], Sequence[Message]], str]
+
+
 @dataclass
 class PassContext:
+    """What one run shares across its passes. `build_prompt(humans, messages)` writes a summary prompt:
+    PentAGI's own by default; the window strategy passes one that bounds what the summarizer is sent."""
+
     id_template: str
     rng: random.Random | None = None
     ignored_failures: list[str] = field(default_factory=list)
     issued_ids: set[str] = field(default_factory=set)
+    build_prompt: PromptBuilder = build_summary_prompt
     reasons: list[str] = field(default_factory=list)  # why each batch was asked for, in words and numbers
 
     def summary_call_id(self, text: str, replaced: Sequence[Message]) -> str:
@@ -135,8 +142,8 @@ def _humans(section: Section) -> list[Message]:
     return [section.header.human] if section.header.human is not None else []
 
 
-def _prompt(section: Section, messages: list[Message]) -> str:
-    return build_summary_prompt(_humans(section), messages)
+def _prompt(section: Section, messages: list[Message], ctx: PassContext) -> str:
+    return ctx.build_prompt(_humans(section), messages)
 
 
 # ---------------------------------------------------------------- Stage A
@@ -147,7 +154,7 @@ def stage_a(ast: ChainAST, keep: int, ctx: PassContext) -> PassGen:
         return
     ctx.reasons.append(f"sections {len(ast.sections)} > keep_qa_sections {keep}: "
                        f"{_plural(len(jobs), 'older section')} condensed to one summary each")
-    outcomes = yield Batch("a", tuple(_prompt(ast.sections[i], ast.sections[i].body_messages()) for i in jobs))
+    outcomes = yield Batch("a", tuple(_prompt(ast.sections[i], ast.sections[i].body_messages(), ctx) for i in jobs))
     failures = [_reason(o) for o in outcomes if _failed(o)]
     if failures:
         raise StageError(f"summary generation failed: {'; '.join(failures)}")
@@ -204,7 +211,7 @@ def _oversized_pairs(section: Section, max_bp_bytes: int, ctx: PassContext) -> P
     largest = max(body[j].size for j in jobs)
     ctx.reasons.append(f"tool result {size_words(largest)} > max_bp_bytes {max_bp_bytes:,}: "
                        f"{_plural(len(jobs), 'oversized pair')} summarized alone")
-    outcomes = yield Batch("b", tuple(_prompt(section, body[j].messages()) for j in jobs))
+    outcomes = yield Batch("b", tuple(_prompt(section, body[j].messages(), ctx) for j in jobs))
     for j, outcome in zip(jobs, outcomes, strict=False):
         if _failed(outcome):  # PentAGI ignores these: the pair simply stays as it was
             ctx.ignored_failures.append(_reason(outcome))
@@ -228,7 +235,7 @@ def rotate_section(section: Section, config: SummarizerConfig, ctx: PassContext)
     messages = [m for p in body[:old] for m in p.messages()]
     ctx.reasons.append(f"last section {size_words(section.size)} > last_sec_bytes {config.last_sec_bytes:,}: "
                        f"{_plural(old, 'oldest pair')} summarized")
-    (outcome,) = yield Batch("b", (_prompt(section, messages),))
+    (outcome,) = yield Batch("b", (_prompt(section, messages, ctx),))
     if _failed(outcome):
         raise StageError(f"last section summary generation failed: {_reason(outcome)}")
     section.body = [_summary_pair(body[:old], outcome, ctx, keep_reasoning=True), *body[old:]]
@@ -277,10 +284,11 @@ def _qa_human(humans: list[Message], summarize_humans: bool) -> Generator[Batch,
     return {"role": "user", "content": outcome}
 
 
-def _qa_ai_text(humans: list[Message], ais: list[Message]) -> Generator[Batch, list[Outcome], str]:
+def _qa_ai_text(humans: list[Message], ais: list[Message],
+                ctx: PassContext) -> Generator[Batch, list[Outcome], str]:
     if not ais:  # nothing the AI said: the summary is empty rather than a prompt about the questions
         return ""
-    (outcome,) = yield Batch("c", (build_summary_prompt(humans, ais),))
+    (outcome,) = yield Batch("c", (ctx.build_prompt(humans, ais),))
     if _failed(outcome):
         raise StageError(f"QA (ai) summary generation failed: {_reason(outcome)}")
     summary: str = outcome
@@ -317,7 +325,7 @@ def stage_c(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, *, keep: 
                        "collapsed into one QA section")
     humans = [h for s in old for h in _humans(s)]
     new_human = yield from _qa_human(humans, config.summ_human_in_qa)
-    text = yield from _qa_ai_text(humans, [m for s in old for m in s.body_messages()])
+    text = yield from _qa_ai_text(humans, [m for s in old for m in s.body_messages()], ctx)
     pair = _summary_pair([p for s in old for p in s.body], text, ctx, keep_reasoning=False)
     rebuilt = [Section(Header(human=s.header.human, human_lineage=s.header.human_lineage), s.body) for s in recent]
     ast.sections = [Section(_qa_header(old, new_human), [pair]), *rebuilt]
