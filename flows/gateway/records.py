@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.db import DatabaseError, transaction
@@ -102,10 +103,11 @@ def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, lat
 
 
 def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: list[Msg] | None,
-                          answer: Msg | None, after_seq: int | None = None, **finish: Any) -> GatewayCall:
+                          answer: Msg | None, after_seq: int | None = None,
+                          then: Callable[[GatewayCall], None] | None = None, **finish: Any) -> GatewayCall:
     """The end of a call in one transaction: the complete answer appended (when the chain has not moved on
     meanwhile; see gateway_answer_append) and the call record closed; `finish` are gateway_call_finish's
-    fields."""
+    fields, `then` what the call's wire keeps beside the record (in the same transaction)."""
     with transaction.atomic():
         seq = None
         if answer is not None:
@@ -115,7 +117,10 @@ def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: lis
                 finish["error"] = "answer not appended: the chain moved on during the call"
             elif seq is not None and answer.get("tool_calls"):
                 _loop_check(call, seq)
-        return gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)
+        closed = gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)
+        if then is not None:
+            then(closed)
+        return closed
 
 
 def _loop_check(call: GatewayCall, seq: int) -> None:
