@@ -85,10 +85,21 @@ COMPACTION_SETTINGS: tuple[SettingSpec, ...] = (
                 "What /v1/chat/completions forwards: 'manage' the summarized view fitted to the window, 'observe' "
                 "the agent's request untouched; a request may override it with the X-Gateway-Mode header.",
                 "", None, None, "compaction", GATEWAY_MODES, 8),
+    SettingSpec("loop_repeats", "int",
+                {AGENT: "GATEWAY_LOOP_REPEATS", ASSISTANT: ASSISTANT_COMPACTION_PREFIX + "GATEWAY_LOOP_REPEATS"},
+                {AGENT: 3, ASSISTANT: 3},
+                "Agent loops: flag a tool call (same name and arguments) that comes this many times in a row, or "
+                "this many times within the last 'loop window' calls; 0 or 1 = off.", "calls", 0, 100,
+                "compaction"),
+    SettingSpec("loop_window", "int",
+                {AGENT: "GATEWAY_LOOP_WINDOW", ASSISTANT: ASSISTANT_COMPACTION_PREFIX + "GATEWAY_LOOP_WINDOW"},
+                {AGENT: 10, ASSISTANT: 10},
+                "Agent loops: how many of the agent's latest tool calls a repeat is counted in; 0 = only repeats in "
+                "a row count.", "calls", 0, 200, "compaction"),
 )
 
 # When the summarizer runs: PentAGI's byte budgets after every turn (exact, the default) or only when the view
-# would not fit the model's window (summarizer.passes.window). Variables COMPACTION_STRATEGY, ... as above.
+# would not fit the model's window (summarizer.strategy.window). Variables COMPACTION_STRATEGY, ... as above.
 STRATEGY_SETTINGS: tuple[SettingSpec, ...] = tuple(
     SettingSpec(spec.name, spec.kind, spec.env, spec.default, spec.help, spec.unit, spec.minimum, spec.maximum,
                 "strategy", spec.choices, spec.max_length) for spec in (
@@ -105,6 +116,11 @@ STRATEGY_SETTINGS: tuple[SettingSpec, ...] = tuple(
                     "window strategy: a pass brings the view this far below the trigger, so the next turns fit "
                     "without summarizing (larger: fewer, larger summaries).", unit="% below the trigger",
                     minimum=0, maximum=90),
+        _compaction("window_input_tokens", "int", 4000,
+                    "window strategy: at most this much is sent per summarize call (the earlier summaries and "
+                    "the newest messages of what is folded); the findings and identifiers of the rest go into "
+                    "the summary's ledger. 0: the whole span, as PentAGI sends it.", unit="tokens", minimum=0,
+                    maximum=1_000_000),
     ))
 
 SETTINGS_FIELDS: tuple[SettingSpec, ...] = (*SUMMARIZER_SETTINGS, *COMPACTION_SETTINGS, *STRATEGY_SETTINGS)

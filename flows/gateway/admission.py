@@ -15,6 +15,7 @@ from flows.config import provider_for, provider_of_kind, settings_for, split_mod
 from flows.gateway.fit import SentMessages, gateway_observed, gateway_view_prepare
 from flows.gateway.protocols import CHAT, Protocol
 from flows.gateway.records import gateway_call_start
+from flows.gateway.sessions import call_identity
 from flows.gateway.threads import ChainNotFound, gateway_thread
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.ingest import AppendError, InvalidToken, bearer_user, bearer_value
@@ -37,6 +38,8 @@ class PreparedCall:
     history: list[dict[str, Any]]  # the request's messages: the chain's raw history once threaded
     caller: str = ""  # the request's API key: whose earlier calls' records it waits for
     protocol: Protocol = CHAT  # the wire format the agent speaks (and the upstream is spoken to in)
+    wire: WireRequest | None = None  # the request as its protocol read it (for the protocol's record hook)
+    last_body: bytes = b""  # what went upstream last (an overflow retry sends a compacted one)
 
 
 def chain_headers(chain: Chain | None) -> dict[str, str]:
@@ -103,11 +106,11 @@ def _mode(headers: Mapping[str, str], chain: Chain) -> str:
 
 
 def _thread(user: Any, request: WireRequest, headers: Mapping[str, str], model: str) -> Any:
+    identity = call_identity(headers, request.messages)  # the run's session and the agent making the call
     try:
         return gateway_thread(user=user, messages=request.messages, hashes=request.hashes,
-                              pinned_chain_id=_pinned(headers),
-                              agent_type=headers.get("X-Agent-Type", "").strip() or "primary_agent",
-                              model_name=model)
+                              pinned_chain_id=_pinned(headers), agent_type=identity.agent_type,
+                              model_name=model, session=identity.session)
     except ChainNotFound:
         raise GatewayError(404, "no such chain (X-Chain-Id)", code="chain_not_found") from None
     except AppendError as exc:
@@ -135,4 +138,4 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
                               appended=threaded.appended, sent=sent)
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
                         mode=mode, sent=sent, call=call, history=request.messages,
-                        caller=protocol.api_key(headers) or "", protocol=protocol)
+                        caller=protocol.api_key(headers) or "", protocol=protocol, wire=request)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("messages", views.messages, name="gateway-messages"),  # Anthropic clients append /v1/messages
     path("messages/count_tokens", views.count_tokens, name="gateway-count-tokens"),
     path("models", views.models, name="gateway-models"),
+    path("responses", views.responses, name="gateway-responses"),
     path("responses/<str:response_id>", response_views.response_item, name="gateway-response"),
     path("responses/<str:response_id>/input_items", response_views.response_items, name="gateway-response-items"),
     re_path(r"^(?P<rest>[\s\S]*)$", views.unknown, name="gateway-unknown"),  # OpenAI JSON, not an HTML page

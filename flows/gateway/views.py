@@ -16,11 +16,12 @@ from flows.config import model_window_for, provider_for, provider_of_kind, split
 from flows.engine import request_tokens
 from flows.gateway import calls, hops, upstream
 from flows.gateway.admission import PreparedCall, authenticate_bearer, authenticate_key, chain_headers, prepare_call
-from flows.gateway.protocols import ANTHROPIC, CHAT, Protocol, parse_messages_request, upstream_count_tokens
+from flows.gateway.protocols import ANTHROPIC, CHAT, RESPONSES, Protocol, parse_messages_request, upstream_count_tokens
+from flows.gateway.sessions import call_headers
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.models import CallStatus, ProviderConfig, ProviderKind
 
-__all__ = ["chat_completions", "messages", "count_tokens", "model_call", "models", "unknown"]
+__all__ = ["chat_completions", "messages", "count_tokens", "responses", "model_call", "models", "unknown"]
 
 JSON = "application/json"
 
@@ -83,12 +84,18 @@ def _count_admit(headers: dict[str, str], body: bytes | None) -> tuple[dict[str,
     return parsed, provider if provider is not None and provider.kind == ANTHROPIC.provider_kind else None, model
 
 
+@csrf_exempt
+async def responses(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """`POST /v1/responses`: OpenAI's Responses API (our response ids: gateway/response_store.py)."""
+    return await model_call(request, RESPONSES)
+
+
 async def model_call(request: HttpRequest, protocol: Protocol) -> HttpResponse | StreamingHttpResponse:
     """One model call in `protocol`'s wire format: admitted in one thread hop, forwarded, answered."""
     if request.method != "POST":
         return _method_not_allowed("POST", protocol)
     started = time.monotonic()
-    headers = dict(request.headers)
+    headers = call_headers(request)  # with a /s/<session>/v1/ URL's session as its X-Session-Id
     await calls.settled(protocol.api_key(headers) or "")  # this agent's previous answer is in its chain
     try:
         wire, prepared = await hops.run(_admit, protocol, headers, _body(request), request.META.get("QUERY_STRING", ""))
@@ -132,7 +139,7 @@ def _admit(protocol: Protocol, headers: dict[str, str], body: bytes | None,
     if body is None:
         raise GatewayError(413, f"request body over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes (the server's "
                                 "MAX_REQUEST_BYTES)", code="request_too_large")
-    wire = protocol.parse(body, headers, query)
+    wire = protocol.resolve(protocol.parse(body, headers, query), user)
     return wire, prepare_call(user, headers, wire, protocol)
 
 
@@ -193,5 +200,5 @@ def _default_first() -> list[ProviderConfig]:
 async def unknown(request: HttpRequest, rest: str) -> HttpResponse:
     """Any other /v1/ path: an OpenAI-style 404 an SDK can show."""
     return _error(GatewayError(404, "the gateway serves /v1/chat/completions, /v1/messages, "
-                                    f"/v1/messages/count_tokens and /v1/models, not /v1/{rest[:100]}",
-                               code="unknown_url"))
+                                    "/v1/messages/count_tokens, /v1/responses and /v1/models, not "
+                                    f"/v1/{rest[:100]}", code="unknown_url"))

@@ -74,6 +74,7 @@ class SummarizerSettings(models.Model):
     strategy = setting_field("strategy")
     window_trigger_percent = setting_field("window_trigger_percent")
     window_margin_percent = setting_field("window_margin_percent")
+    window_input_tokens = setting_field("window_input_tokens")
 
     # --- Compaction: fitting the model's window (tokens) ---
     compaction_enabled = setting_field("compaction_enabled")
@@ -95,6 +96,8 @@ class SummarizerSettings(models.Model):
 
     # --- The gateway (/v1/chat/completions) ---
     gateway_mode = setting_field("gateway_mode")
+    loop_repeats = setting_field("loop_repeats")
+    loop_window = setting_field("loop_window")
 
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

@@ -63,6 +63,8 @@ _INSTALLER_URL_RE = re.compile(r"^https?://(?:[\w-]+\.)*(?:pip\.pypa\.io|pypa\.i
                                r"nodejs\.org|rubygems\.org|crates\.io|debian\.org|ubuntu\.com|kali\.org|"
                                r"golang\.org|go\.dev)(?:[/:?#]|$)", re.IGNORECASE)
 LISTING_PATHS = 30  # a tool result naming more paths than this is a listing (wordlist, directory tree)
+LISTING_HEX_RUNS = 30  # ... and more bare hex runs than this a dump (service banners, hexdumps, nonces)
+_HEX_RUN_RE = re.compile(r"[0-9A-Fa-f]{8,}")
 
 
 def byte_size(text: str) -> int:
@@ -88,16 +90,29 @@ def clip(text: str, limit: int) -> str:
     return head + (ELLIPSIS if limit >= byte_size(ELLIPSIS) else "")
 
 
+_READABLE_CHARS = 8_000
+_BLOB_RUN_RE = re.compile(r"\S{200,}")
+
+
+def readable(line: str) -> str:
+    """What a classifier reads of a line: all of it, or for a long line (a 5 MB dump, a base64 blob) its
+    words without the blob runs, at most _READABLE_CHARS, so one line never costs seconds (issue 23)."""
+    if len(line) <= _READABLE_CHARS:
+        return line
+    return _BLOB_RUN_RE.sub(" ", line[:16 * _READABLE_CHARS])[:_READABLE_CHARS]
+
+
 def is_strong(line: str) -> bool:
-    return bool(_STRONG_RE.search(_OPTION_SYNOPSIS_RE.sub("", line)))
+    return bool(_STRONG_RE.search(_OPTION_SYNOPSIS_RE.sub("", readable(line))))
 
 
 def is_error(line: str) -> bool:
-    return bool(_ERROR_RE.search(line))
+    return bool(_ERROR_RE.search(readable(line)))
 
 
 def is_negative(line: str) -> bool:
     """A dead end in the agent's words; a sentence that also reports a win ("got X where Y failed") is a win."""
+    line = readable(line)
     return bool(_NEGATIVE_RE.search(line)) and not _POSITIVE_RE.search(line) and not extract_findings(line)
 
 
@@ -115,6 +130,7 @@ def is_constraint(line: str) -> bool:
 
 def score(line: str) -> int:
     """What a line carries: findings, identifiers, result words, errors, versions."""
+    line = readable(line)
     value = 20 if extract_findings(line) else 0
     value += 10 if any(not is_noise_class(i) for i in extract_identifiers(line, limit=3)) else 0
     value += 15 if is_strong(line) else 0
@@ -206,17 +222,23 @@ def is_noise_class(identifier: str) -> bool:
 
 
 def noise_identifiers(identifiers: Iterable[str], agent_text: str, results: Iterable[str]) -> set[str]:
-    """Identifiers of a noise class, or paths from a listing, that the agent itself never wrote."""
+    """Identifiers of a noise class, paths from a listing or hex runs from a dump, that the agent never wrote."""
     listed: set[str] = set()
     for result in results:
-        paths = [i for i in extract_identifiers(result) if i.startswith("/")]
+        found = extract_identifiers(result)
+        paths = [i for i in found if i.startswith("/")]
         if len(paths) > LISTING_PATHS:
             listed.update(paths)
+        banners = [i for i in found if _HEX_RUN_RE.fullmatch(i)]
+        if len(banners) > LISTING_HEX_RUNS:  # a dump of banner hex (issue 23): runs inside a finding stay
+            secrets = "\n".join(f.value for f in extract_findings(result)).upper()
+            listed.update(i.upper() for i in banners if i.upper() not in secrets)
     upper = agent_text.upper()
     noise = set()
     for identifier in identifiers:
         said = (identifier.upper() in upper) if is_case_insensitive_id(identifier) else identifier in agent_text
-        if not said and (identifier in listed or is_noise_class(identifier)):
+        key = identifier.upper() if is_case_insensitive_id(identifier) else identifier
+        if not said and (key in listed or is_noise_class(identifier)):
             noise.add(identifier)
     return noise
 
@@ -225,6 +247,18 @@ def original_spelling(identifiers: list[str], source: str) -> list[str]:
     """Identifiers as the source wrote them: extract_identifiers upper-cases hex, a summary must not."""
     out = []
     for identifier in identifiers:
-        match = re.search(re.escape(identifier), source, re.IGNORECASE) if is_case_insensitive_id(identifier) else None
-        out.append(match.group(0) if match else identifier)
+        out.append(_spelled_as_in(identifier, source) if is_case_insensitive_id(identifier) else identifier)
     return out
+
+
+_SPELLING_SEARCH_CHARS = 256  # a longer run (a 5 MB hex blob) is looked up as written: no regex of its size
+
+
+def _spelled_as_in(identifier: str, source: str) -> str:
+    for spelling in (identifier, identifier.lower()):
+        if spelling in source:
+            return spelling
+    if len(identifier) > _SPELLING_SEARCH_CHARS:
+        return identifier
+    match = re.search(re.escape(identifier), source, re.IGNORECASE)
+    return match.group(0) if match else identifier

@@ -3,9 +3,10 @@
 A protocol reads a request into our messages and the extra tokens the provider counts (`ExtraTokens`: tool
 schemas, reserved output), renders errors in the wire's JSON, builds the upstream request (the agent's bytes,
 or a fitted view rebuilt in the wire's shape), and reads the answer whole or streamed (`StreamReader`).
-`base` holds the contract, `chat` OpenAI Chat Completions, `anthropic` Anthropic's Messages API (with
-`anthropic_manage`: a fitted view rebuilt under Anthropic's rules: signed thinking unchanged, tool pairs whole,
-a cache breakpoint on the stable prefix).
+`base` holds the contract, `chat` OpenAI Chat Completions, `responses` OpenAI Responses (our response ids
+in `gateway/response_store.py`), `anthropic` Anthropic's Messages API (with `anthropic_manage`: a fitted view
+rebuilt under Anthropic's rules: signed thinking unchanged, tool pairs whole, a cache breakpoint on the stable
+prefix).
 """
 from flows.gateway.protocols.anthropic import (
     ANTHROPIC,
@@ -15,6 +16,8 @@ from flows.gateway.protocols.anthropic import (
 )
 from flows.gateway.protocols.base import ExtraTokens, Protocol, StreamReader, StreamResult, tools_and_reserve
 from flows.gateway.protocols.chat import CHAT, ChatProtocol
+from flows.gateway.protocols.responses import RESPONSES, ResponsesProtocol
 
 __all__ = ["ANTHROPIC", "AnthropicProtocol", "parse_messages_request", "upstream_count_tokens", "CHAT",
-           "ChatProtocol", "ExtraTokens", "Protocol", "StreamReader", "StreamResult", "tools_and_reserve"]
+           "ChatProtocol", "RESPONSES", "ResponsesProtocol", "ExtraTokens", "Protocol", "StreamReader",
+           "StreamResult", "tools_and_reserve"]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('flows', '0013_perf_strategy_settings'),
+        ('flows', '0017_gw_flow_agent_loops'),
     ]
 
     operations = [
