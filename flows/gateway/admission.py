@@ -17,6 +17,7 @@ from flows.gateway.protocols import CHAT, Protocol
 from flows.gateway.records import gateway_call_start
 from flows.gateway.sessions import call_identity
 from flows.gateway.threads import ChainNotFound, gateway_thread
+from flows.gateway.trace import request_params
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.ingest import AppendError, InvalidToken, bearer_user, bearer_value
 from flows.models import Chain, GatewayCall, GatewayMode, ProviderConfig, ProviderKind
@@ -135,7 +136,8 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
         sent = gateway_observed(request.messages, chain, model)
     call = gateway_call_start(chain=chain, user=user, provider=provider, model=model, mode=mode,
                               stream=request.stream, request_messages=len(request.messages),
-                              appended=threaded.appended, sent=sent)
+                              appended=threaded.appended, sent=sent,
+                              request_params=request_params(request.body, headers))
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
                         mode=mode, sent=sent, call=call, history=request.messages,
                         caller=protocol.api_key(headers) or "", protocol=protocol, wire=request)

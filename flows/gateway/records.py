@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,10 +33,12 @@ def _call_event(call: GatewayCall, kind: str) -> dict[str, Any]:
 
 
 def gateway_call_start(*, chain: Chain, user: Any, provider: ProviderConfig | None, model: str, mode: str,
-                       stream: bool, request_messages: int, appended: int, sent: SentMessages) -> GatewayCall:
+                       stream: bool, request_messages: int, appended: int, sent: SentMessages,
+                       request_params: dict[str, Any] | None = None) -> GatewayCall:
     call = GatewayCall.objects.create(
         chain=chain, user=user, provider=provider, model=model, mode=mode, stream=stream,
         request_messages=request_messages, appended=appended, summarize_ms=sent.summarize_ms,
+        request_params=request_params or {},
         **_sent_fields(sent, model, chain.pk))
     transaction.on_commit(lambda: broadcast(chain.pk, _call_event(call, "gateway.call.started")))  # type: ignore
     return call
@@ -96,7 +99,7 @@ def gateway_call_retried(*, call: GatewayCall, sent: SentMessages, error: str) -
 
 
 _FINISH_FIELDS = ["status", "http_status", "latency_ms", "first_byte_ms", "response_message", "response_seq",
-                  "usage", "cost_usd", "error", "finished_at"]
+                  "usage", "cost_usd", "error", "finished_at", "phases"]
 
 
 def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, latency_ms: int,
@@ -118,6 +121,7 @@ def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: lis
     """The end of a call in one transaction: the complete answer appended (when the chain has not moved on
     meanwhile; see gateway_answer_append) and the call record closed; `finish` are gateway_call_finish's
     fields, `then` what the call's wire keeps beside the record (in the same transaction)."""
+    started = time.monotonic()
     with transaction.atomic():
         seq = None
         if answer is not None:
@@ -127,6 +131,7 @@ def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: lis
                 finish["error"] = "answer not appended: the chain moved on during the call"
             elif seq is not None and answer.get("tool_calls"):
                 _loop_check(call, seq)
+        call.phases = {**(call.phases or {}), "record_ms": int((time.monotonic() - started) * 1000)}
         closed = gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)
         if then is not None:
             then(closed)

@@ -97,10 +97,13 @@ async def model_call(request: HttpRequest, protocol: Protocol) -> HttpResponse |
     started = time.monotonic()
     headers = call_headers(request)  # with a /s/<session>/v1/ URL's session as its X-Session-Id
     await calls.settled(protocol.api_key(headers) or "")  # this agent's previous answer is in its chain
+    waited = time.monotonic()
     try:
         wire, prepared = await hops.run(_admit, protocol, headers, _body(request), request.META.get("QUERY_STRING", ""))
     except GatewayError as exc:
         return _error(exc, protocol)
+    prepared.call.phases = {"wait_ms": int((waited - started) * 1000),  # saved with the finished record
+                            "admitted_at_ms": int((time.monotonic() - started) * 1000)}
     ids = chain_headers(prepared.chain)
     try:
         if not wire.stream:

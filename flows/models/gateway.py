@@ -54,6 +54,11 @@ class GatewayCall(models.Model):
     summarize_ms = models.IntegerField(default=0, help_text="of latency_ms: summarizing and fitting the view on the "
                                                             "request path (manage mode, overflow retries)")
     first_byte_ms = models.IntegerField(null=True, blank=True)
+    request_params = models.JSONField(default=dict, blank=True, help_text="the request as the agent sent it, without "
+                                      "its messages: parameters, tools, stream, session and agent headers",
+                                      **SAFE_JSON)
+    phases = models.JSONField(default=dict, blank=True, help_text="milliseconds: wait_ms (for the caller's previous "
+                              "record), admitted_at_ms (admission done, from arrival), record_ms (the record's write)")
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -1,0 +1,81 @@
+"""The call page as a trace: the request as sent (tools with their tokens, parameters, headers), the latency
+phases, usage as rows, and what the model received aligned beside the raw chain with what happened to each."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from flows.gateway.alignment import align
+from flows.gateway.fit import SentMessages
+from flows.gateway.records import gateway_call_complete, gateway_call_start
+from flows.gateway.threads import gateway_thread
+from flows.gateway.trace import REQUEST_PARAMS_MAX_BYTES, request_params
+from flows.models import GatewayMode
+
+HOSTILE = "<script>alert('x')</script>"
+TOOL = {"type": "function", "function": {"name": "terminal", "description": "run a <b>shell</b> command",
+                                         "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}
+
+
+def _raw() -> list[tuple[int, dict[str, Any]]]:
+    return list(enumerate([
+        {"role": "system", "content": "sys"}, {"role": "user", "content": "scan 10.0.0.5"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                                                             "function": {"name": "terminal", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x" * 5000},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "type": "function",
+                                                             "function": {"name": "terminal", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "y" * 5000},
+        {"role": "user", "content": "go on"}], start=1))
+
+
+def test_alignment_marks_kept_summarized_truncated_and_pruned_in_raw_order():
+    raw = _raw()
+    sent = [raw[0][1], {"role": "user", "content": "<summary>scanned 10.0.0.5</summary>"}, raw[4][1],
+            {"role": "tool", "tool_call_id": "c2", "content": "y" * 1000 + "\n…omitted…\n" + "y" * 1000}, raw[6][1]]
+    rows = align(raw, sent)
+    assert [r.status for r in rows] == ["kept", "summarized", "kept", "truncated", "kept"]
+    assert [s.seq for s in rows[1].raw] == [2, 3, 4] and rows[1].sent_kind == "summary"
+    pruned = align(raw, [*sent[:3], {"role": "tool", "tool_call_id": "c2", "content": "[cleared]"}, raw[6][1]])
+    assert pruned[3].status == "pruned"
+
+
+def test_request_params_keep_everything_but_the_history_and_cut_huge_tool_schemas():
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.2, "tools": [TOOL]}
+    params = request_params(body, {"X-Session-Id": "run-1", "Authorization": "Bearer secret"})
+    assert params == {"body": {"model": "m", "temperature": 0.2, "tools": [TOOL]}, "headers": {"X-Session-Id": "run-1"}}
+    huge = {**TOOL, "function": {**TOOL["function"], "description": "d" * REQUEST_PARAMS_MAX_BYTES}}
+    cut = request_params({"model": "m", "tools": [huge]}, {})["body"]
+    assert cut["tools"] == [{"type": "function", "function": {"name": "terminal"}}] and "names only" in cut["tools_cut"]
+
+
+@pytest.mark.django_db
+def test_the_call_page_leads_with_the_request_timing_and_usage_then_the_aligned_view(django_user_model):
+    user = django_user_model.objects.create_user("trace-user", password="x")
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": HOSTILE}]
+    threaded = gateway_thread(user=user, messages=messages)
+    call = gateway_call_start(chain=threaded.chain, user=user, provider=None, model="m", mode=GatewayMode.OBSERVE,
+                              stream=True, request_messages=2, appended=2,
+                              sent=SentMessages(messages, None, threaded.chain.last_seq, exact=True),
+                              request_params=request_params({"model": "m", "tools": [TOOL], "top_p": 0.9},
+                                                            {"X-Agent-Type": "pentester"}))
+    call.phases = {"wait_ms": 3, "admitted_at_ms": 20}
+    answer = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c9", "type": "function", "function": {"name": "terminal", "arguments": '{"cmd": "nmap <x>"}'}}]}
+    gateway_call_complete(call=call, expected_head=threaded.head_hash, history=messages, answer=answer, status="ok",
+                          http_status=200, latency_ms=120, first_byte_ms=60,
+                          usage={"prompt_tokens": 900, "completion_tokens": 30,
+                                 "prompt_tokens_details": {"cached_tokens": 512}})
+    client = Client()
+    client.force_login(user)
+    page = client.get(f"/chains/{call.chain_id}/calls/{call.pk}/").content.decode()
+    request_at, aligned_at = page.index('id="trace-request"'), page.index('id="trace-aligned"')
+    assert request_at < page.index('id="trace-timing"') < aligned_at < page.index('id="trace-answer"')
+    assert 'data-tool="terminal"' in page and 'data-param="top_p"' in page and "pentester" in page
+    assert "upstream to first byte" in page and "40 ms" in page and "cached prompt tokens" in page and "512" in page
+    assert page.count('data-status="kept"') == 2 and "nmap &lt;x&gt;" in page
+    assert HOSTILE not in page and "&lt;b&gt;shell&lt;/b&gt;" in page
+    stored = type(call).objects.get(pk=call.pk)
+    assert stored.phases["record_ms"] >= 0 and stored.phases["wait_ms"] == 3
