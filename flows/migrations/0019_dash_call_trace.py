@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('flows', '0017_gw_flow_agent_loops'),
+        ('flows', '0018_wire_a_anthropic_provider_kind'),
     ]
 
     operations = [
