@@ -58,7 +58,10 @@ from summarizer import (
     request_tokens,
     responses_output_messages,
     responses_to_messages,
+    schema_tokens,
     summarize_chain,
+    text_tokens,
+    tools_tokens,
     validate_messages,
     window_check,
     window_from_models_payload,
@@ -81,6 +84,7 @@ __all__ = [
     "prune_view",
     # tokens and the model catalog
     "count_tokens", "message_tokens", "is_estimate", "ModelInfo", "lookup_model", "window_from_models_payload",
+    "text_tokens", "tools_tokens", "schema_tokens",
     # identifiers (memory notes, preview retention)
     "extract_identifiers", "missing_identifiers", "extract_findings", "is_case_insensitive_id",
     # transcript formats

@@ -10,14 +10,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 
-from flows.config import provider_for, settings_for, split_model_ref
-from flows.gateway.fit import SentMessages, gateway_observed, gateway_view_prepare
-from flows.gateway.records import gateway_call_start
+from flows.config import provider_for, settings_for, split_model_ref, token_ratio_for
+from flows.gateway.fit import SentMessages, budget_error, gateway_observed, gateway_view_prepare
+from flows.gateway.records import gateway_call_finish, gateway_call_start
+from flows.gateway.request_needs import chat_needs, check_chat_fields
 from flows.gateway.threads import ChainNotFound, gateway_thread
 from flows.gateway.wire import ChatRequest, GatewayError
 from flows.ingest import AppendError, InvalidToken, bearer_user, bearer_value
-from flows.models import Chain, GatewayCall, GatewayMode, ProviderConfig, ProviderKind
+from flows.models import CallStatus, Chain, GatewayCall, GatewayMode, ProviderConfig, ProviderKind
+from flows.pipeline import RequestNeeds
 
 __all__ = ["PreparedCall", "authenticate_bearer", "resolve_upstream", "prepare_call", "chain_headers"]
 
@@ -34,6 +37,7 @@ class PreparedCall:
     call: GatewayCall
     history: list[dict[str, Any]]  # the request's messages: the chain's raw history once threaded
     caller: str = ""  # the request's Authorization header: whose earlier calls' records it waits for
+    needs: RequestNeeds | None = None  # what the request needs besides its messages (tools, schema, max output)
 
 
 def chain_headers(chain: Chain | None) -> dict[str, str]:
@@ -95,24 +99,47 @@ def _thread(user: Any, request: ChatRequest, headers: Mapping[str, str], model: 
         raise GatewayError(exc.status, f"messages: {exc}", code=exc.code) from None
 
 
-def prepare_call(user: Any, headers: Mapping[str, str], request: ChatRequest) -> PreparedCall:
-    """Thread into a chain, route, pick the mode, build what goes upstream, open the call row."""
+def _threaded_and_routed(user: Any, headers: Mapping[str, str], request: ChatRequest
+                         ) -> tuple[Any, ProviderConfig, str, str]:
+    """Thread the request into its chain and route it, in one transaction: a call refused here (no upstream,
+    a bad mode header) rolls its flow, agent, chain and messages back, so a refused call leaves no litter."""
     named, model = split_model_ref(request.model)
-    threaded = _thread(user, request, headers, model)
-    chain = threaded.chain  # locked and loaded with its agent and flow by the threading
-    try:
-        provider, model = resolve_upstream(named, model, chain)
-        mode = _mode(headers, chain)
-    except GatewayError as exc:
-        exc.headers = chain_headers(chain)
-        raise
+    with transaction.atomic():
+        threaded = _thread(user, request, headers, model)
+        chain = threaded.chain  # locked and loaded with its agent and flow by the threading
+        try:
+            provider, model = resolve_upstream(named, model, chain)
+            mode = _mode(headers, chain)
+        except GatewayError as exc:
+            if not chain.last_seq - threaded.appended:
+                raise  # a chain this request made: rolled back, so no chain id to name
+            exc.headers = chain_headers(chain)
+            raise
+    return threaded, provider, model, mode
+
+
+def prepare_call(user: Any, headers: Mapping[str, str], request: ChatRequest) -> PreparedCall:
+    """Thread into a chain, route, pick the mode, build what goes upstream (fitted to the room the request
+    leaves: `RequestNeeds`), open the call row. A manage-mode request that cannot fit even after compacting
+    is refused with one clear 400 (its call recorded as failed)."""
+    check_chat_fields(request.body)
+    threaded, provider, model, mode = _threaded_and_routed(user, headers, request)
+    chain = threaded.chain
+    needs = chat_needs(request.body, model, token_ratio_for(provider, model))
     if mode == GatewayMode.MANAGE:
-        sent = gateway_view_prepare(chain_id=chain.pk)
+        sent = gateway_view_prepare(chain_id=chain.pk, needs=needs, model=model)
     else:
-        sent = gateway_observed(request.messages, chain, model)
+        sent = gateway_observed(request.messages, chain, model, needs)
     call = gateway_call_start(chain=chain, user=user, provider=provider, model=model, mode=mode,
                               stream=request.stream, request_messages=len(request.messages),
                               appended=threaded.appended, sent=sent)
+    if mode == GatewayMode.MANAGE and not sent.fits:
+        message = budget_error(sent, model)
+        gateway_call_finish(call=call, status=CallStatus.FAILED, http_status=400, latency_ms=sent.summarize_ms,
+                            error=message)
+        error = GatewayError(400, message, code="context_length_exceeded")
+        error.headers = chain_headers(chain)
+        raise error
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
                         mode=mode, sent=sent, call=call, history=request.messages,
-                        caller=headers.get("Authorization", ""))
+                        caller=headers.get("Authorization", ""), needs=needs)

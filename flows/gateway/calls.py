@@ -12,18 +12,22 @@ import asyncio
 import functools
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import httpx2
 
+from flows.config import token_ratio_learn
 from flows.core import abroadcast
 from flows.engine import is_context_overflow_error, observed_token_count, validate_messages
 from flows.gateway import hops, upstream
 from flows.gateway.admission import PreparedCall
-from flows.gateway.fit import gateway_overflow_compact
+from flows.gateway.fit import SentMessages, gateway_overflow_compact
 from flows.gateway.records import gateway_call_complete, gateway_call_retried
+from flows.gateway.request_needs import with_output_cap
 from flows.gateway.sse import Assembler, EventSplitter, event_data
 from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable, wire_message, with_model
 from flows.models import CallStatus, GatewayMode
@@ -38,15 +42,17 @@ DELTA_INTERVAL_SECONDS = 0.25  # live text of a streaming call reaches the page 
 _pending: dict[str, set[asyncio.Future[None]]] = {}  # caller -> call records being written (see finish)
 
 
-def upstream_body(request: ChatRequest, prepared: PreparedCall, messages: list[dict[str, Any]] | None) -> bytes:
-    """Bytes to send: the agent's own body in observe mode (unless retried), else the body with our messages."""
+def upstream_body(request: ChatRequest, prepared: PreparedCall, messages: list[dict[str, Any]] | None,
+                  max_output: int | None = None) -> bytes:
+    """Bytes to send: the agent's own body in observe mode (unless retried), else the body with our messages
+    and, when the fit clamped it, the max output the view leaves room for."""
     if messages is None and prepared.model == request.model:
         return request.raw
     if messages is None:  # observe, with our provider prefix taken off the model: splice, don't re-serialize
         spliced = with_model(request.raw, request.body["model"], prepared.model)
         if spliced is not None:
             return spliced
-    body = {**request.body, "model": prepared.model}
+    body = {**with_output_cap(request.body, max_output), "model": prepared.model}
     if messages is not None:
         body["messages"] = [wire_message(m) for m in messages]
     if request.stream and prepared.mode == GatewayMode.MANAGE:
@@ -111,8 +117,9 @@ async def settled(caller: str) -> None:
 
 async def open_upstream(request: ChatRequest, prepared: PreparedCall, deadline: float) -> httpx2.Response:
     """The upstream response with a success status (headers read), after at most 3 overflow retries."""
-    first = prepared.sent.messages if prepared.mode == GatewayMode.MANAGE else None
-    body = upstream_body(request, prepared, first)
+    manage = prepared.mode == GatewayMode.MANAGE
+    first = prepared.sent.messages if manage else None
+    body = upstream_body(request, prepared, first, prepared.sent.max_output if manage else None)
     for attempt in range(MAX_OVERFLOW_RETRIES + 1):
         async with asyncio.timeout_at(deadline):
             response = await upstream.open_chat(prepared.provider, body)
@@ -125,14 +132,37 @@ async def open_upstream(request: ChatRequest, prepared: PreparedCall, deadline: 
         text = raw.decode("utf-8", "replace")
         if attempt == MAX_OVERFLOW_RETRIES or not is_context_overflow_error(text):
             raise _passthrough(response.status_code, raw)
-        sent = await hops.run(gateway_overflow_compact, chain_id=prepared.chain.pk,
-                              observed_tokens=observed_token_count(text))
-        retry = upstream_body(request, prepared, sent.messages)
+        sent = await hops.run(_overflow_refit, prepared, text)
+        retry = upstream_body(request, prepared, sent.messages, sent.max_output)
         if retry == body:  # the compaction could not shrink it: the same request would fail the same way
             raise _passthrough(response.status_code, raw)
         await hops.run(gateway_call_retried, call=prepared.call, sent=sent, error=text)
         body = retry
     raise AssertionError("unreachable")
+
+
+_IN_THE_MESSAGES = re.compile(r"\(([\d,]+) in the messages")  # OpenAI: "you requested N tokens (P in the messages, ..."
+
+
+def _prompt_count(text: str) -> int | None:
+    """The prompt's tokens an overflow error quotes: its "P in the messages" part when it splits the request
+    into prompt and completion, else the one count it gives."""
+    split = _IN_THE_MESSAGES.search(text)
+    return int(split.group(1).replace(",", "")) if split else observed_token_count(text)
+
+
+def _overflow_refit(prepared: PreparedCall, text: str) -> SentMessages:
+    """Learn from the count the overflow quotes (it measured the request we sent), then compact to the same
+    request budget with the corrected ratio: the retry, and the agent's next request, fit."""
+    needs, observed = prepared.needs, _prompt_count(text)
+    sent_tokens = (prepared.call.budget or {}).get("messages", prepared.call.sent_tokens)
+    if needs is not None and observed:
+        ratio = token_ratio_learn(prepared.provider, prepared.model, ours=sent_tokens + needs.extra,
+                                  reported=observed, overflow=True)
+        if ratio is not None:  # at least the overflow's own ratio (`overflow=True`)
+            needs = prepared.needs = replace(needs, ratio=ratio)
+    return gateway_overflow_compact(chain_id=prepared.chain.pk, observed_tokens=observed, needs=needs,
+                                    model=prepared.model)
 
 
 def _passthrough(status: int, raw: bytes) -> GatewayError:

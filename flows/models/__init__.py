@@ -20,12 +20,20 @@ from flows.models.chains import (
     ViewSection,
 )
 from flows.models.gateway import CallStatus, GatewayCall, GatewayMode
-from flows.models.providers import ApiToken, LLMCall, ModelWindow, ProviderConfig, ProviderKind, hash_token
+from flows.models.providers import (
+    ApiToken,
+    LLMCall,
+    ModelWindow,
+    ProviderConfig,
+    ProviderKind,
+    TokenRatio,
+    hash_token,
+)
 from flows.models.settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerSettings
 
 __all__ = [
     "AGENT_TYPES", "MESSAGE_COLUMNS", "ROLES", "Agent", "AppendOnlyError", "Chain", "ChainView", "Flow", "FlowStatus",
     "MemoryNote", "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall",
     "ModelWindow", "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode",
-    "SettingsChange", "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode",
+    "SettingsChange", "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode", "TokenRatio",
 ]

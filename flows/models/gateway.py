@@ -54,6 +54,8 @@ class GatewayCall(models.Model):
     summarize_ms = models.IntegerField(default=0, help_text="of latency_ms: summarizing and fitting the view on the "
                                                             "request path (manage mode, overflow retries)")
     first_byte_ms = models.IntegerField(null=True, blank=True)
+    budget = models.JSONField(null=True, blank=True, help_text="how the request was fitted: window and its source, "
+                              "tokens of messages, tools and schema, the learned ratio, max output asked and sent")
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

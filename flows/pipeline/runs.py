@@ -42,8 +42,8 @@ from flows.pipeline.hooks import after_compaction, send_hook
 
 __all__ = [
     "MAX_SAVE_ATTEMPTS", "COMPACTION_TRIGGERS", "ChainState", "RunStep", "open_round_start", "load_state",
-    "view_current", "window_for", "elapsed_ms", "event_start", "event_finish", "event_fail", "view_save", "view_create",
-    "hook_after_payload", "on_view_saved",
+    "view_current", "window_for", "window_info", "elapsed_ms", "event_start", "event_finish", "event_fail",
+    "view_save", "view_create", "hook_after_payload", "on_view_saved",
 ]
 
 MAX_SAVE_ATTEMPTS = 3
@@ -141,11 +141,17 @@ def view_current(*, chain: Chain) -> ChainView | None:
 
 def window_for(*, flow: Flow, row: SummarizerSettings) -> tuple[int, int] | None:
     """(window tokens, reserve tokens) of the flow's model, or None when the window is unknown (step skipped)."""
-    window, max_output, _source = model_window_for(flow=flow)
+    info = window_info(flow=flow, row=row)
+    return None if info is None else (info[0], info[1])
+
+
+def window_info(*, flow: Flow, row: SummarizerSettings) -> tuple[int, int, str] | None:
+    """(window tokens, reserve tokens, where the window came from) of the flow's model, or None when unknown."""
+    window, max_output, source = model_window_for(flow=flow)
     if not window:
         return None
     return window, effective_reserve(window, row.reserve_tokens, flow.model_name or None,
-                                     max_output_tokens=max_output)
+                                     max_output_tokens=max_output), source
 
 
 def elapsed_ms(started: float) -> int:
