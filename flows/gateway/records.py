@@ -12,7 +12,7 @@ from flows.core import broadcast
 from flows.engine import count_tokens
 from flows.gateway.fit import Msg, SentMessages
 from flows.gateway.threads import gateway_answer_append
-from flows.models import CallStatus, Chain, ChainView, GatewayCall, Message, ProviderConfig
+from flows.models import CallStatus, Chain, ChainView, GatewayCall, GatewayMode, Message, ProviderConfig
 
 __all__ = ["gateway_call_start", "gateway_call_retried", "gateway_call_finish", "gateway_call_complete", "call_cost"]
 
@@ -121,7 +121,8 @@ def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: lis
         seq = None
         if answer is not None:
             seq = gateway_answer_append(chain_id=call.chain_id, expected_head=expected_head, message=answer,
-                                        history=history, after_seq=after_seq)
+                                        history=history, after_seq=after_seq,
+                                        queue_summary=call.mode != GatewayMode.MANAGE)
             if seq is None and not finish.get("error"):
                 finish["error"] = "answer not appended: the chain moved on during the call"
         return gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)

@@ -7,6 +7,7 @@ exceed its window, as OpenAI does.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,23 @@ class Live:
 
     def client(self) -> openai.OpenAI:
         return openai.OpenAI(base_url=self.base + "/v1", api_key=self.token, max_retries=0, timeout=60)
+
+    def query(self, expression: str) -> Any:
+        code = ("import json\nfrom flows.models import *\n"
+                f"print('RESULT ' + json.dumps({expression}, default=str))")
+        out = self.stack.manage("shell", "-c", code)
+        return json.loads(next(x for x in out.splitlines() if x.startswith("RESULT "))[7:])
+
+    def settled_events(self, chain_id: int) -> list[dict[str, Any]]:
+        """The chain's events once no run is left running (the embedded worker may still be on one)."""
+        expression = (f"list(SummaryEvent.objects.filter(chain__agent__flow_id=Chain.objects.get(pk={chain_id})"
+                      ".agent.flow_id).values('trigger', 'outcome', 'calls', 'reason'))")
+        deadline = time.monotonic() + 60
+        while True:
+            events = self.query(expression)
+            if all(e["outcome"] != "running" for e in events) or time.monotonic() > deadline:
+                return events
+            time.sleep(0.2)
 
     def calls(self, chain_id: int) -> list[dict[str, Any]]:
         code = ("import json\nfrom flows.models import Chain, GatewayCall\nprint('RESULT ' + json.dumps(list("
@@ -75,6 +93,16 @@ def test_a_20_turn_loop_with_20_tools_and_max_tokens_is_never_refused(live: Live
     calls = live.calls(chain_ids[0])
     assert all(c["budget"]["window"] == WINDOW_TOKENS and c["budget"]["tools"] > 2_000 for c in calls)
     assert calls[-1]["budget"]["ratio"] > 1.2  # learned: the provider counts its tools as JSON
+
+
+def test_manage_mode_calls_leave_only_events_that_changed_something(live: Live) -> None:
+    _history, chain_ids = run_agent(live.client(), turns=4, task="quiet-loop", headers={"X-Gateway-Mode": "manage"})
+    chain_id = chain_ids[0]
+    events = live.settled_events(chain_id)
+    assert [e for e in events if e["outcome"] == "skipped" and not e["calls"]] == []  # counted, not rows
+    assert len(events) <= len(chain_ids)  # at most one run per call
+    stats = api(live.base, "GET", f"/api/chains/{chain_id}", live.token)["stats"]
+    assert stats["skipped_runs"] >= 1
 
 
 def test_a_request_whose_tools_alone_exceed_the_window_gets_one_clear_error(live: Live) -> None:
