@@ -34,7 +34,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from compare_context_managers import view_text  # noqa: E402
-from context_managers import LangChainSummarization, LangMemSummarization, Manager, Ours, normalized, split_turns  # noqa: E402
+from context_managers import (  # noqa: E402
+    LangChainSummarization,
+    LangMemSummarization,
+    Manager,
+    Ours,
+    OursWindow,
+    normalized,
+    split_turns,
+)
 
 from summarizer import count_tokens  # noqa: E402
 
@@ -44,7 +52,8 @@ Message = dict[str, Any]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus"
 PROBES_DIR = ROOT / "bench" / "probes"
 DEFAULT_WINDOW_TOKENS = 8192
-MANAGERS = {"ours-agent": lambda w: Ours(w, "agent"), "langchain": LangChainSummarization,
+MANAGERS = {"ours-agent": lambda w: Ours(w, "agent"), "ours-agent-window": lambda w: OursWindow(w, "agent"),
+            "langchain": LangChainSummarization,
             "langmem": LangMemSummarization}
 _ID_LINE_PREFIXES = ("Identifiers:", "- identifiers:", "- also in tool output:")
 

@@ -10,6 +10,7 @@ from summarizer import (
     COMPACTION_SYSTEM_PROMPT,
     FORMATS,
     MAX_INSTRUCTION_CHARS,
+    STRATEGIES,
     SUMMARIZER_SETTINGS,
     SUMMARY_SYSTEM_PROMPT,
     ChainError,
@@ -22,6 +23,7 @@ from summarizer import (
     SettingSpec,
     SummarizerConfig,
     SummaryCache,
+    WindowTarget,
     anthropic_response_content,
     anthropic_response_message,
     anthropic_to_messages,
@@ -60,6 +62,7 @@ from summarizer import (
     responses_to_messages,
     schema_tokens,
     summarize_chain,
+    summarize_chain_for_window,
     text_tokens,
     tools_tokens,
     validate_messages,
@@ -75,6 +78,8 @@ __all__ = [
     "ChainError", "parse_chain",
     # summarization (PentAGI) and window fit / compaction (OpenClaw-style)
     "SummarizerConfig", "summarize_chain", "fit_to_window", "compact_now", "ContextTooLarge", "effective_reserve",
+    # the window-aware strategy (the passes only when the view would not fit the window's margin)
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
     "MAX_INSTRUCTION_CHARS",
     # summarize callables: the offline summarizer, caching and input caps
     "make_extractive", "SummaryCache", "cap_input", "with_ledger",

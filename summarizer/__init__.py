@@ -75,6 +75,7 @@ from summarizer.passes.handler import SummaryCache, cap_input, with_cap_and_cach
 from summarizer.passes.prompts import COMPACTION_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT
 from summarizer.passes.restore import prepare_provider_switch, restore_chain
 from summarizer.passes.summarize import SummarizeResult, asummarize_chain, summarize_chain
+from summarizer.passes.window import STRATEGIES, WindowTarget, summarize_chain_for_window
 from summarizer.recovery.fallback import retry_call, summarize_with_fallback
 from summarizer.recovery.overflow import (
     call_with_overflow_recovery,
@@ -101,6 +102,8 @@ __all__ = [
     "validate_messages", "check_invariants", "summarize_chain", "asummarize_chain", "SummarizeResult",
     "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "SUMMARIZATION_TOOL", "SUMMARY_PREFIX",
     "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch", "split_turns",
+    # the window-aware strategy: PentAGI's passes only when the view would not fit the window's margin
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
     # the offline summarizer and the transcript formats
     "extractive_summarize", "make_extractive", "import_chain", "export_chain", "detect_format", "FormatError",
     "FORMATS",

@@ -14,15 +14,16 @@ from django.db import transaction
 
 from flows.config import provider_for, settings_for, split_model_ref, token_ratio_for
 from flows.gateway.fit import SentMessages, budget_error, gateway_observed, gateway_view_prepare
+from flows.gateway.protocols import CHAT, Protocol
 from flows.gateway.records import gateway_call_finish, gateway_call_start
-from flows.gateway.request_needs import chat_needs, check_chat_fields
 from flows.gateway.threads import ChainNotFound, gateway_thread
-from flows.gateway.wire import ChatRequest, GatewayError
+from flows.gateway.wire import GatewayError, WireRequest
 from flows.ingest import AppendError, InvalidToken, bearer_user, bearer_value
 from flows.models import CallStatus, Chain, GatewayCall, GatewayMode, ProviderConfig, ProviderKind
 from flows.pipeline import RequestNeeds
 
-__all__ = ["PreparedCall", "authenticate_bearer", "resolve_upstream", "prepare_call", "chain_headers"]
+__all__ = ["PreparedCall", "authenticate_bearer", "authenticate_key", "resolve_upstream", "prepare_call",
+           "chain_headers"]
 
 
 @dataclass
@@ -36,7 +37,8 @@ class PreparedCall:
     sent: SentMessages
     call: GatewayCall
     history: list[dict[str, Any]]  # the request's messages: the chain's raw history once threaded
-    caller: str = ""  # the request's Authorization header: whose earlier calls' records it waits for
+    caller: str = ""  # the request's API key: whose earlier calls' records it waits for
+    protocol: Protocol = CHAT  # the wire format the agent speaks (and the upstream is spoken to in)
     needs: RequestNeeds | None = None  # what the request needs besides its messages (tools, schema, max output)
 
 
@@ -48,7 +50,11 @@ def chain_headers(chain: Chain | None) -> dict[str, str]:
 
 def authenticate_bearer(headers: Mapping[str, str]) -> AbstractBaseUser:
     """The token's user; the gateway takes API tokens only (a browser session would be a CSRF hole)."""
-    raw = bearer_value(headers.get("Authorization", ""))
+    return authenticate_key(bearer_value(headers.get("Authorization", "")))
+
+
+def authenticate_key(raw: str | None) -> AbstractBaseUser:
+    """The user of our API token `raw`, however the wire carried it (see Protocol.api_key)."""
     if raw is None:
         raise GatewayError(401, "missing bearer token: use one of your pentagi-web API tokens as the API key",
                            code="invalid_api_key")
@@ -58,11 +64,12 @@ def authenticate_bearer(headers: Mapping[str, str]) -> AbstractBaseUser:
         raise GatewayError(401, "invalid API token", code="invalid_api_key") from None
 
 
-def resolve_upstream(named: ProviderConfig | None, model: str, chain: Chain) -> tuple[ProviderConfig, str]:
+def resolve_upstream(named: ProviderConfig | None, model: str, chain: Chain,
+                     kind: str = str(ProviderKind.OPENAI)) -> tuple[ProviderConfig, str]:
     """The provider a `provider/model` prefix named (`split_model_ref`), else the flow's provider, else the
-    default; the model stays as sent."""
+    default; the model stays as sent. `kind` is the provider kind the wire needs."""
     provider = named or provider_for(flow=chain.agent.flow)
-    if provider is None or provider.kind != ProviderKind.OPENAI:
+    if provider is None or provider.kind != kind:
         raise GatewayError(503, "no upstream model endpoint is configured: set LLM_SERVER_URL (or OPENAI_API_KEY) "
                            "or add an OpenAI-compatible provider in the admin", type_="server_error",
                            code="no_upstream")
@@ -87,7 +94,7 @@ def _mode(headers: Mapping[str, str], chain: Chain) -> str:
     return settings_for(profile=chain.agent.profile, flow=chain.agent.flow).gateway_mode
 
 
-def _thread(user: Any, request: ChatRequest, headers: Mapping[str, str], model: str) -> Any:
+def _thread(user: Any, request: WireRequest, headers: Mapping[str, str], model: str) -> Any:
     try:
         return gateway_thread(user=user, messages=request.messages, hashes=request.hashes,
                               pinned_chain_id=_pinned(headers),
@@ -99,7 +106,7 @@ def _thread(user: Any, request: ChatRequest, headers: Mapping[str, str], model: 
         raise GatewayError(exc.status, f"messages: {exc}", code=exc.code) from None
 
 
-def _threaded_and_routed(user: Any, headers: Mapping[str, str], request: ChatRequest
+def _threaded_and_routed(user: Any, headers: Mapping[str, str], request: WireRequest, protocol: Protocol
                          ) -> tuple[Any, ProviderConfig, str, str]:
     """Thread the request into its chain and route it, in one transaction: a call refused here (no upstream,
     a bad mode header) rolls its flow, agent, chain and messages back, so a refused call leaves no litter."""
@@ -108,7 +115,7 @@ def _threaded_and_routed(user: Any, headers: Mapping[str, str], request: ChatReq
         threaded = _thread(user, request, headers, model)
         chain = threaded.chain  # locked and loaded with its agent and flow by the threading
         try:
-            provider, model = resolve_upstream(named, model, chain)
+            provider, model = resolve_upstream(named, model, chain, protocol.provider_kind)
             mode = _mode(headers, chain)
         except GatewayError as exc:
             if not chain.last_seq - threaded.appended:
@@ -118,14 +125,22 @@ def _threaded_and_routed(user: Any, headers: Mapping[str, str], request: ChatReq
     return threaded, provider, model, mode
 
 
-def prepare_call(user: Any, headers: Mapping[str, str], request: ChatRequest) -> PreparedCall:
+def needs_of(protocol: Protocol, request: WireRequest, provider: ProviderConfig, model: str) -> RequestNeeds:
+    """What the provider counts besides the messages (the wire's `extra_tokens`), with the token ratio learned
+    for this provider and model."""
+    extra = protocol.extra_tokens(request)
+    return RequestNeeds(tools=extra.tools, schema=extra.schema, max_output=extra.reserve,
+                        ratio=token_ratio_for(provider, model))
+
+
+def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
+                 protocol: Protocol = CHAT) -> PreparedCall:
     """Thread into a chain, route, pick the mode, build what goes upstream (fitted to the room the request
     leaves: `RequestNeeds`), open the call row. A manage-mode request that cannot fit even after compacting
     is refused with one clear 400 (its call recorded as failed)."""
-    check_chat_fields(request.body)
-    threaded, provider, model, mode = _threaded_and_routed(user, headers, request)
+    threaded, provider, model, mode = _threaded_and_routed(user, headers, request, protocol)
     chain = threaded.chain
-    needs = chat_needs(request.body, model, token_ratio_for(provider, model))
+    needs = needs_of(protocol, request, provider, model)
     if mode == GatewayMode.MANAGE:
         sent = gateway_view_prepare(chain_id=chain.pk, needs=needs, model=model)
     else:
@@ -142,4 +157,4 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: ChatRequest) ->
         raise error
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
                         mode=mode, sent=sent, call=call, history=request.messages,
-                        caller=headers.get("Authorization", ""), needs=needs)
+                        caller=protocol.api_key(headers) or "", protocol=protocol, needs=needs)

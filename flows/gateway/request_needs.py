@@ -15,8 +15,7 @@ from flows.engine import schema_tokens, tools_tokens
 from flows.gateway.wire import GatewayError
 from flows.pipeline import RequestNeeds
 
-__all__ = ["OUTPUT_FIELDS", "MAX_TOOLS", "MAX_TOOLS_BYTES", "MAX_OUTPUT_ACCEPTED", "chat_needs", "check_chat_fields",
-           "with_output_cap"]
+__all__ = ["OUTPUT_FIELDS", "MAX_TOOLS", "MAX_TOOLS_BYTES", "MAX_OUTPUT_ACCEPTED", "chat_needs", "check_chat_fields"]
 
 OUTPUT_FIELDS = ("max_completion_tokens", "max_tokens")  # the newer name first: it wins when both are given
 MAX_TOOLS = 128  # OpenAI's own limit on tools per request
@@ -134,10 +133,3 @@ def chat_needs(body: dict[str, Any], model: str, ratio: float = 1.0) -> RequestN
     return RequestNeeds(tools=tools_tokens(tools, model=model or None),
                         schema=schema_tokens(_response_schema(body), model=model or None),
                         max_output=_max_output(body), ratio=ratio)
-
-
-def with_output_cap(body: dict[str, Any], cap: int | None) -> dict[str, Any]:
-    """The body with every max-output field it carries set to `cap` (None: as it came)."""
-    if cap is None:
-        return body
-    return {**body, **{f: cap for f in OUTPUT_FIELDS if body.get(f) is not None}}

@@ -1,19 +1,21 @@
-"""The OpenAI Chat Completions wire format: parse a request body, build OpenAI error JSON.
+"""The OpenAI Chat Completions wire format: parse a request body, build OpenAI error JSON; the parsed request
+every wire format shares (`WireRequest`) and the gateway's error (`GatewayError`).
 
 Only what the gateway needs is interpreted (`model`, `messages`, `stream`, `stream_options`); every other field
 (tools, tool_choice, response_format, sampling parameters, vendor extensions) is passed through untouched.
+The other wire formats parse into the same `WireRequest` (see `flows/gateway/protocols/`).
 """
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flows.gateway.prefixes import HistoryMemo
 
-__all__ = ["MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "ChatRequest", "parse_chat_request", "error_body",
-           "storable", "wire_message", "with_model"]
+__all__ = ["MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "WireRequest", "ChatRequest", "parse_chat_request",
+           "error_body", "storable", "wire_message", "with_model"]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _HISTORIES = HistoryMemo()  # a resend converts and hashes only the messages it adds
@@ -41,18 +43,25 @@ def error_body(message: str, type_: str = "invalid_request_error", code: str | N
 
 
 @dataclass
-class ChatRequest:
+class WireRequest:
+    """One agent request in any wire format, read into what the gateway needs; `body`/`raw` keep the rest."""
+
     body: dict[str, Any]
     raw: bytes
     model: str
-    messages: list[dict[str, Any]]  # storable form (see `storable`)
+    messages: list[dict[str, Any]]  # storable form (see `storable`), the wire's own blocks in an extension key
     stream: bool
     hashes: list[str]  # prefix_hashes(messages), for threading
+    forward: dict[str, str] = field(default_factory=dict)  # request headers the upstream gets as they came
+    query: str = ""  # the request's query string, passed on to the upstream (Anthropic's `?beta=true`)
 
     @property
     def wants_usage(self) -> bool:
         options = self.body.get("stream_options")
         return isinstance(options, dict) and options.get("include_usage") is True
+
+
+ChatRequest = WireRequest  # the name before the other wire formats came
 
 
 def storable(message: Any, index: int) -> dict[str, Any]:
@@ -106,7 +115,7 @@ def with_model(raw: bytes, old: str, new: str) -> bytes | None:
     return raw[:start] + json.dumps(new, ensure_ascii=False).encode("utf-8") + raw[end:]
 
 
-def parse_chat_request(raw: bytes) -> ChatRequest:
+def parse_chat_request(raw: bytes) -> WireRequest:
     if len(raw) > MAX_BODY_BYTES:
         raise GatewayError(413, f"request body over {MAX_BODY_BYTES} bytes", code="request_too_large")
     try:
@@ -128,4 +137,4 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
                                                                                            dict):
         raise GatewayError(400, "'stream_options' must be an object", code="invalid_stream_options")
     stored, hashes = _HISTORIES.derive(messages, storable)
-    return ChatRequest(body=body, raw=raw, model=model.strip(), stream=stream, messages=stored, hashes=hashes)
+    return WireRequest(body=body, raw=raw, model=model.strip(), stream=stream, messages=stored, hashes=hashes)

@@ -19,7 +19,7 @@ from flows.models.chains import (
     Trigger,
     ViewSection,
 )
-from flows.models.gateway import CallStatus, GatewayCall, GatewayMode
+from flows.models.gateway import CallStatus, GatewayCall, GatewayMode, GatewayResponse
 from flows.models.providers import (
     ApiToken,
     LLMCall,
@@ -35,5 +35,6 @@ __all__ = [
     "AGENT_TYPES", "MESSAGE_COLUMNS", "ROLES", "Agent", "AppendOnlyError", "Chain", "ChainView", "Flow", "FlowStatus",
     "MemoryNote", "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall",
     "ModelWindow", "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode",
-    "SettingsChange", "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode", "TokenRatio",
+    "SettingsChange", "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode", "GatewayResponse",
+    "TokenRatio",
 ]

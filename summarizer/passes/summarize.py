@@ -56,6 +56,12 @@ class _Run:
         self.before: dict[str, int] = {"bytes": 0, "sections": 0}
 
     def start(self) -> tuple[ChainAST, PassGen]:
+        ast = self.parse()
+        assert self.ctx is not None
+        return ast, run_passes(ast, self.config, self.ctx)
+
+    def parse(self) -> ChainAST:
+        """Validate and parse the input (force mode) and set up the pass context; no pass runs yet."""
         validate_messages(self.messages)
         self.before["bytes"] = chain_bytes(self.messages)
         template = self.id_template or detect_id_template(self.messages)
@@ -63,7 +69,7 @@ class _Run:
         ast = parse_chain(self.messages, force=True, lineage=self.lineage_in)
         self.before["sections"] = len(ast.sections)
         self.ctx = PassContext(template, self.rng)
-        return ast, run_passes(ast, self.config, self.ctx)
+        return ast
 
     def count(self, batch: Batch) -> None:
         self.calls += len(batch.prompts)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from flows.gateway.admission import prepare_call
+from flows.gateway.protocols import CHAT
 from flows.gateway.wire import GatewayError, parse_chat_request
 from flows.models import Agent, Chain, Flow, GatewayCall, Message, ProviderConfig, ProviderKind
 
@@ -49,5 +50,5 @@ def test_bad_fit_fields_are_refused_before_threading(user: Any) -> None:
     ProviderConfig.objects.create(name="up", kind=ProviderKind.OPENAI, base_url="http://127.0.0.1:9/v1", model="m",
                                   is_default=True)
     with pytest.raises(GatewayError):
-        prepare_call(user, {}, parse_chat_request(_raw(max_tokens=-1)))
+        prepare_call(user, {}, CHAT.parse(_raw(max_tokens=-1), {}, ""))
     assert _nothing_written()

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from flows.engine import tools_tokens
-from flows.gateway.request_needs import MAX_TOOLS, chat_needs, check_chat_fields, with_output_cap
+from flows.gateway.request_needs import MAX_TOOLS, chat_needs, check_chat_fields
 from flows.gateway.wire import GatewayError
 from tests.gateway.tool_schemas import tool_schemas
 
@@ -25,14 +25,6 @@ def test_the_needs_count_tools_schema_and_the_newer_output_field_first() -> None
 def test_a_text_response_format_and_no_tools_need_nothing() -> None:
     needs = chat_needs({"response_format": {"type": "text"}}, "gpt-4o")
     assert (needs.tools, needs.schema, needs.max_output) == (0, 0, None)
-
-
-def test_the_clamp_rewrites_every_output_field_the_request_carries() -> None:
-    assert with_output_cap({"max_tokens": 9, "x": 1}, 5) == {"max_tokens": 5, "x": 1}
-    assert with_output_cap({"max_tokens": 9, "max_completion_tokens": 9}, 5) == {"max_tokens": 5,
-                                                                                 "max_completion_tokens": 5}
-    assert with_output_cap({"x": 1}, 5) == {"x": 1}
-    assert with_output_cap({"max_tokens": 9}, None) == {"max_tokens": 9}
 
 
 BAD: list[tuple[str, dict[str, Any]]] = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('flows', '0011_chain_raw_tokens'),
+        ('flows', '0013_perf_strategy_settings'),
     ]
 
     operations = [
