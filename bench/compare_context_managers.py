@@ -59,6 +59,7 @@ MANAGERS: dict[str, Callable[[int], Manager]] = {
     "ours-agent": lambda w: Ours(w, "agent"),
     "ours-assistant": lambda w: Ours(w, "assistant"),
     "ours-agent-window": lambda w: OursWindow(w, "agent"),
+    "ours-agent-window-4k": lambda w: OursWindow(w, "agent", input_tokens=4000),
     "ours-assistant-window": lambda w: OursWindow(w, "assistant"),
     "langchain": LangChainSummarization,
     "langmem": LangMemSummarization,

@@ -107,11 +107,12 @@ class Ours(Manager):
 class OursWindow(Ours):
     """The window-aware strategy of a profile (summarize_chain_for_window), then fit_to_window."""
 
-    def __init__(self, window_tokens: int, profile: str, *, trigger_percent: int = 100,
-                 margin_percent: int = 50) -> None:
+    def __init__(self, window_tokens: int, profile: str, *, trigger_percent: int = 100, margin_percent: int = 50,
+                 input_tokens: int = 0) -> None:
         super().__init__(window_tokens, profile)
-        self.name = f"ours ({profile}, window)"
-        self.target = WindowTarget(window_tokens, window_tokens - self.budget, trigger_percent, margin_percent)
+        self.name = f"ours ({profile}, window{f', input ≤ {input_tokens:,} tokens' if input_tokens else ''})"
+        self.target = WindowTarget(window_tokens, window_tokens - self.budget, trigger_percent, margin_percent,
+                                   input_tokens=input_tokens)
 
     def turn(self, new: list[Message]) -> None:
         result = summarize_chain_for_window(self._view + new, self.config, self.model, target=self.target)

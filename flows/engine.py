@@ -60,6 +60,7 @@ from summarizer import (
     request_tokens,
     responses_output_messages,
     responses_to_messages,
+    retention_of,
     schema_tokens,
     summarize_chain,
     summarize_chain_for_window,
@@ -83,6 +84,8 @@ __all__ = [
     "MAX_INSTRUCTION_CHARS",
     # summarize callables: the offline summarizer, caching and input caps
     "make_extractive", "SummaryCache", "cap_input", "with_ledger",
+    # what a compaction kept of the replaced messages' findings and identifiers (the events' retention score)
+    "retention_of",
     # provider errors the engine understands
     "RetryableProviderError", "is_context_overflow_error", "observed_token_count", "observed_context_limit",
     # per-request pruning of old tool results (the gateway)

@@ -88,7 +88,7 @@ COMPACTION_SETTINGS: tuple[SettingSpec, ...] = (
 )
 
 # When the summarizer runs: PentAGI's byte budgets after every turn (exact, the default) or only when the view
-# would not fit the model's window (summarizer.passes.window). Variables COMPACTION_STRATEGY, ... as above.
+# would not fit the model's window (summarizer.strategy.window). Variables COMPACTION_STRATEGY, ... as above.
 STRATEGY_SETTINGS: tuple[SettingSpec, ...] = tuple(
     SettingSpec(spec.name, spec.kind, spec.env, spec.default, spec.help, spec.unit, spec.minimum, spec.maximum,
                 "strategy", spec.choices, spec.max_length) for spec in (
@@ -105,6 +105,11 @@ STRATEGY_SETTINGS: tuple[SettingSpec, ...] = tuple(
                     "window strategy: a pass brings the view this far below the trigger, so the next turns fit "
                     "without summarizing (larger: fewer, larger summaries).", unit="% below the trigger",
                     minimum=0, maximum=90),
+        _compaction("window_input_tokens", "int", 4000,
+                    "window strategy: at most this much is sent per summarize call (the earlier summaries and "
+                    "the newest messages of what is folded); the findings and identifiers of the rest go into "
+                    "the summary's ledger. 0: the whole span, as PentAGI sends it.", unit="tokens", minimum=0,
+                    maximum=1_000_000),
     ))
 
 SETTINGS_FIELDS: tuple[SettingSpec, ...] = (*SUMMARIZER_SETTINGS, *COMPACTION_SETTINGS, *STRATEGY_SETTINGS)

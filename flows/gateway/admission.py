@@ -16,6 +16,7 @@ from flows.config import provider_for, settings_for, split_model_ref, token_rati
 from flows.gateway.fit import SentMessages, budget_error, gateway_observed, gateway_view_prepare
 from flows.gateway.protocols import CHAT, Protocol
 from flows.gateway.records import gateway_call_finish, gateway_call_start
+from flows.gateway.sessions import call_identity
 from flows.gateway.threads import ChainNotFound, gateway_thread
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.ingest import AppendError, InvalidToken, bearer_user, bearer_value
@@ -95,11 +96,11 @@ def _mode(headers: Mapping[str, str], chain: Chain) -> str:
 
 
 def _thread(user: Any, request: WireRequest, headers: Mapping[str, str], model: str) -> Any:
+    identity = call_identity(headers, request.messages)  # the run's session and the agent making the call
     try:
         return gateway_thread(user=user, messages=request.messages, hashes=request.hashes,
-                              pinned_chain_id=_pinned(headers),
-                              agent_type=headers.get("X-Agent-Type", "").strip() or "primary_agent",
-                              model_name=model)
+                              pinned_chain_id=_pinned(headers), agent_type=identity.agent_type,
+                              model_name=model, session=identity.session)
     except ChainNotFound:
         raise GatewayError(404, "no such chain (X-Chain-Id)", code="chain_not_found") from None
     except AppendError as exc:

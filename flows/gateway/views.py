@@ -15,6 +15,7 @@ from flows.config import model_window_for, provider_for
 from flows.gateway import calls, hops, upstream
 from flows.gateway.admission import PreparedCall, authenticate_bearer, authenticate_key, chain_headers, prepare_call
 from flows.gateway.protocols import CHAT, Protocol
+from flows.gateway.sessions import call_headers
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.models import CallStatus, ProviderConfig, ProviderKind
 
@@ -47,7 +48,7 @@ async def model_call(request: HttpRequest, protocol: Protocol) -> HttpResponse |
     if request.method != "POST":
         return _method_not_allowed("POST", protocol)
     started = time.monotonic()
-    headers = dict(request.headers)
+    headers = call_headers(request)  # with a /s/<session>/v1/ URL's session as its X-Session-Id
     await calls.settled(protocol.api_key(headers) or "")  # this agent's previous answer is in its chain
     try:
         wire, prepared = await hops.run(_admit, protocol, headers, _body(request), request.META.get("QUERY_STRING", ""))

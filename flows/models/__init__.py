@@ -5,6 +5,7 @@ from flows.models.chains import (
     AGENT_TYPES,
     MESSAGE_COLUMNS,
     ROLES,
+    SESSION_ID_CHARS,
     Agent,
     AppendOnlyError,
     Chain,
@@ -32,7 +33,8 @@ from flows.models.providers import (
 from flows.models.settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerSettings
 
 __all__ = [
-    "AGENT_TYPES", "MESSAGE_COLUMNS", "ROLES", "Agent", "AppendOnlyError", "Chain", "ChainView", "Flow", "FlowStatus",
+    "AGENT_TYPES", "MESSAGE_COLUMNS", "ROLES", "SESSION_ID_CHARS", "Agent", "AppendOnlyError", "Chain", "ChainView",
+    "Flow", "FlowStatus",
     "MemoryNote", "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall",
     "ModelWindow", "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode",
     "SettingsChange", "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode", "GatewayResponse",

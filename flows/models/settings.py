@@ -74,6 +74,7 @@ class SummarizerSettings(models.Model):
     strategy = setting_field("strategy")
     window_trigger_percent = setting_field("window_trigger_percent")
     window_margin_percent = setting_field("window_margin_percent")
+    window_input_tokens = setting_field("window_input_tokens")
 
     # --- Compaction: fitting the model's window (tokens) ---
     compaction_enabled = setting_field("compaction_enabled")

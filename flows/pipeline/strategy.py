@@ -32,7 +32,7 @@ def window_target_for(*, flow: Flow, row: SummarizerSettings) -> WindowTarget | 
         return None
     return WindowTarget(window_tokens=window[0], reserve_tokens=window[1],
                         trigger_percent=row.window_trigger_percent, margin_percent=row.window_margin_percent,
-                        model=flow.model_name or None)
+                        model=flow.model_name or None, input_tokens=row.window_input_tokens)
 
 
 def summarize_by_strategy(messages: list[Msg], *, flow: Flow, row: SummarizerSettings,

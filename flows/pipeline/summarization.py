@@ -9,6 +9,7 @@ steps in one version-checked transaction (`runs.view_save`).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from flows.config import settings_values
 from flows.models import Outcome, SummaryEvent, Trigger
@@ -32,6 +33,15 @@ from flows.pipeline.summarizers import summarizer_for
 __all__ = ["chain_summarize"]
 
 
+def _ran_reason(result: Any) -> str:
+    """The rules that fired, in words and numbers (issue 23); under the window strategy, first why it ran."""
+    window = result.stats.get("window")
+    if window and result.calls:
+        return (f"view {window['tokens_before']:,} tokens > window margin {window['trigger_tokens']:,}: "
+                f"{result.reason}")
+    return str(result.reason)
+
+
 def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
     started, before = time.monotonic(), state.messages
     flow = state.chain.agent.flow
@@ -46,6 +56,7 @@ def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
         return step
     step.after, step.lineage = result.messages, [list(x) for x in result.lineage]
     step.tokens_after = records.view_tokens(step.after, model=state.model)
+    step.reason = _ran_reason(result)
     if result.calls == 0:
         step.outcome, step.reason = Outcome.SKIPPED, skipped_reason(result)
     return step

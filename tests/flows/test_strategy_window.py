@@ -7,6 +7,7 @@ from flows.config import SettingsError, settings_for, settings_save, settings_va
 from flows.ingest import chain_append
 from flows.models import ModelWindow, Outcome, SummaryEvent
 from flows.pipeline import chain_preview, chain_summarize, view_current
+from flows.pipeline.strategy import window_target_for
 from tests.flows.pipeline_support import PipelineSummarizer, small_budgets, turn, use_summarizer
 from tests.flows.test_pages_settings import csrf_post, form_values
 
@@ -102,3 +103,14 @@ def test_the_settings_page_previews_the_window_strategy(csrf_client_for, make_ch
     assert 'id="preview-strategy"' in body and "was over the trigger" in body
     assert "sent to the summarizer" in body
     assert 'name="window_trigger_percent"' in body and 'name="window_margin_percent"' in body
+
+
+def test_the_row_sets_the_window_target_and_its_input_bound(make_chain):
+    chain = _chain(make_chain, window=32_000, strategy="window", window_trigger_percent=60,
+                   window_margin_percent=30, window_input_tokens=1500)
+    row = settings_for(profile="agent", flow=chain.agent.flow)
+    target = window_target_for(flow=chain.agent.flow, row=row)
+    assert (target.window_tokens, target.reserve_tokens) == (32_000, 1_000)
+    assert (target.trigger_percent, target.margin_percent, target.input_tokens) == (60, 30, 1500)
+    assert target.trigger_tokens == 19_200 and target.target_tokens == 13_440
+    assert window_target_for(flow=chain.agent.flow, row=settings_for(profile="agent")) is None  # pentagi

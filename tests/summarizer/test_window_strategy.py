@@ -144,9 +144,10 @@ def test_impossible_window_targets_are_refused(kwargs):
 
 @settings(max_examples=60, deadline=None)
 @given(chains(), st.integers(300, 4000), st.sampled_from([0, 25, 50, 90]),
-       st.sampled_from([SummarizerConfig.agent(), SummarizerConfig.assistant()]))
-def test_every_window_result_keeps_the_engine_invariants(chain, window, margin, config):
-    target = WindowTarget(window_tokens=window, reserve_tokens=window // 5, margin_percent=margin)
+       st.sampled_from([SummarizerConfig.agent(), SummarizerConfig.assistant()]), st.sampled_from([0, 50, 500]))
+def test_every_window_result_keeps_the_engine_invariants(chain, window, margin, config, input_tokens):
+    target = WindowTarget(window_tokens=window, reserve_tokens=window // 5, margin_percent=margin,
+                          input_tokens=input_tokens)
     result = _result(chain, target, config)
     assert result.error is None, result.error
     out = parse_chain(result.messages)
@@ -158,3 +159,35 @@ def test_every_window_result_keeps_the_engine_invariants(chain, window, margin, 
         assert out.sections[-1].body[-1].messages() == inp.sections[-1].body[-1].messages()
     if count_tokens(chain) <= target.trigger_tokens:
         assert result.calls == 0 and result.messages == chain
+
+
+def _prompts(summarize_log: list[str]):
+    def summarize(prompt: str) -> str:
+        summarize_log.append(prompt)
+        return "short summary"
+    return summarize
+
+
+def test_a_bounded_input_sends_each_call_at_most_the_bound_and_keeps_the_rest_in_the_ledger():
+    chain = long_session(40)
+    chain[5]["content"] = "found password hunter2 for admin on 10.1.2.3 " + chain[5]["content"][:1500]
+    sent: list[str] = []
+    target = WindowTarget(window_tokens=16_384, reserve_tokens=3_276, input_tokens=1_000)
+    result = summarize_chain_for_window(chain, AGENT, _prompts(sent), target=target, rng=random.Random(0))
+    assert result.error is None and sent
+    limit = result.stats["window"]["input_bytes_limit"]
+    assert all(len(p.encode()) <= limit + 2_000 for p in sent)  # the bound, plus the prompt's own instructions
+    assert all("hunter2" not in p for p in sent)  # the old output was left out of what the model read ...
+    text = "\n".join(str(m.get("content")) for m in result.messages)
+    assert "10.1.2.3" in text  # ... but its identifiers reach the view through the ledger
+    assert check_invariants(parse_chain(result.messages)) == []
+    assert result.messages[-2:] == chain[-2:]
+
+
+def test_a_bounded_input_costs_less_than_the_whole_span():
+    chain = long_session(40)
+    target = WindowTarget(window_tokens=16_384, reserve_tokens=3_276)
+    whole = _result(chain, target)
+    bounded = _result(chain, WindowTarget(window_tokens=16_384, reserve_tokens=3_276, input_tokens=1_000))
+    assert bounded.stats["summarize_input_bytes"] < whole.stats["summarize_input_bytes"] // 2
+    assert count_tokens(bounded.messages) <= target.trigger_tokens

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('flows', '0013_perf_strategy_settings'),
+        ('flows', '0016_perf_window_input_tokens'),
     ]
 
     operations = [

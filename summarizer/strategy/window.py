@@ -14,9 +14,12 @@ shapes, lineage, QA collapse and tool-pair rules but decides *when* and *how muc
      pentagi-summarizer.md §1.5). Stage C's QA collapse folds the oldest sections into the one summary
      section, keeping at least `keep_qa_sections` and as many more newest sections as fit the target; then,
      oldest first, the kept sections are rotated (stage B's `rotate_section`: a pair alone larger than the
-     section's share is summarized alone, then the oldest pairs fold into one summary pair) by exactly the
-     bytes still over the target. The last pair of a section is never summarized. Stage A does not run: it
+     section's share would be summarized alone, so none is: the oldest pairs fold into one summary pair) by
+     the bytes still over the target. The last pair of a section is never summarized. Stage A does not run: it
      condenses every old section whether or not the window needs it, which is the cost this strategy avoids.
+  4. Input. With `input_tokens`, each summarize call is sent at most that much: the earlier summaries of the
+     span and its newest messages; the findings and identifiers of the rest go into the summary's ledger
+     (`bounded`). Without it the model reads the whole span, as PentAGI's passes do.
 
 A view that still does not fit afterwards (one huge newest pair) is left to the window fit
 (`summarizer.compact.fit_to_window`), which the pipeline runs after summarizing in both strategies.
@@ -30,9 +33,10 @@ from typing import Any
 
 from summarizer.chain.nodes import ChainAST
 from summarizer.passes.stages import QA_BYTES_MARGIN, PassContext, PassGen, rotate_section, stage_c
-from summarizer.passes.summarize import SummarizeResult, SyncSummarize, _Run, drive_sync
+from summarizer.passes.summarize import ChainRun, SummarizeResult, SyncSummarize, drive_sync
 from summarizer.settings.config import SummarizerConfig
 from summarizer.settings.spec import MIN_BYTES
+from summarizer.strategy.bounded import BoundedPrompts, bounded
 from summarizer.tokens.count import count_tokens
 
 __all__ = ["WindowTarget", "summarize_chain_for_window", "window_passes", "STRATEGIES", "PENTAGI", "WINDOW"]
@@ -50,6 +54,7 @@ class WindowTarget:
     trigger_percent: int = 100
     margin_percent: int = 50
     model: str | None = None
+    input_tokens: int = 0  # at most this much summarizer input per call (0: the whole span)
 
     def __post_init__(self) -> None:
         if self.window_tokens <= 0:
@@ -60,6 +65,8 @@ class WindowTarget:
             raise ValueError("trigger_percent must be between 1 and 100")
         if not 0 <= self.margin_percent <= 90:
             raise ValueError("margin_percent must be between 0 and 90")
+        if self.input_tokens < 0:
+            raise ValueError("input_tokens must be at least 0")
 
     @property
     def trigger_tokens(self) -> int:
@@ -86,14 +93,23 @@ def _rotate_kept(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, targ
             return
         section = ast.sections[i]
         share = max(section.size - excess, MIN_BYTES)
-        yield from rotate_section(section, config.replace(last_sec_bytes=share, max_bp_bytes=share,
+        # max_bp_bytes at the section's size: no pair is summarized alone (one call per pair is what a small
+        # share would cost); an oversized old pair folds with the others into the one summary
+        yield from rotate_section(section, config.replace(last_sec_bytes=share, max_bp_bytes=max(section.size, 1),
                                                           last_section_reserve_percent=0), ctx)
+
+
+def _summary_room(ast: ChainAST) -> int:
+    """Bytes the new summary will take: as much as the largest summary already in the view (a fold replaces it
+    by one of about its size), so a pass lands at the target rather than a summary above it."""
+    return max((p.size for s in ast.sections for p in s.body if p.is_summary), default=0)
 
 
 def window_passes(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, target_bytes: int) -> PassGen:
     """QA collapse of the oldest sections, then rotation of the kept ones, until the view is within
     `target_bytes` (see the module docstring). Honours `use_qa` and `preserve_last` as PentAGI does."""
     keep = config.keep_qa_sections
+    target_bytes = max(target_bytes - _summary_room(ast), MIN_BYTES)
     if config.use_qa and _over_target(ast, target_bytes) > 0:
         # stage C keeps the newest sections within max_qa_bytes minus its margin, so the margin is added back
         collapse = config.replace(max_qa_bytes=max(target_bytes, MIN_BYTES) + QA_BYTES_MARGIN,
@@ -103,9 +119,21 @@ def window_passes(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, tar
         yield from _rotate_kept(ast, config, ctx, target_bytes, keep)
 
 
-def _target_bytes(ast: ChainAST, tokens: int, target: WindowTarget) -> int:
-    """The target in the passes' bytes, by this chain's own bytes per token."""
-    return max(ast.size * target.target_tokens // max(tokens, 1), MIN_BYTES)
+def _as_bytes(ast: ChainAST, tokens: int, amount: int) -> int:
+    """`amount` tokens in the passes' bytes, by this chain's own bytes per token."""
+    return max(ast.size * amount // max(tokens, 1), MIN_BYTES)
+
+
+def _passes(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, tokens: int, target: WindowTarget,
+            decision: dict[str, Any]) -> PassGen:
+    decision["target_bytes"] = _as_bytes(ast, tokens, target.target_tokens)
+    gen = window_passes(ast, config, ctx, decision["target_bytes"])
+    if not target.input_tokens:
+        return gen
+    decision["input_bytes_limit"] = _as_bytes(ast, tokens, target.input_tokens)
+    prompts = BoundedPrompts(decision["input_bytes_limit"])
+    ctx.build_prompt = prompts
+    return bounded(gen, prompts)
 
 
 def summarize_chain_for_window(messages: list[Message], config: SummarizerConfig, summarize: SyncSummarize, *,
@@ -114,7 +142,7 @@ def summarize_chain_for_window(messages: list[Message], config: SummarizerConfig
                                rng: random.Random | None = None) -> SummarizeResult:
     """`summarize_chain` with the window strategy: the same result type, shapes and failure semantics (any
     failure returns the input unchanged with `.error`); `stats["window"]` says what was decided."""
-    run = _Run(messages, config, id_template, lineage_in, rng)
+    run = ChainRun(messages, config, id_template, lineage_in, rng)
     if not messages:
         return run.success(ChainAST([]))
     tokens = count_tokens(messages, model=target.model)
@@ -123,9 +151,8 @@ def summarize_chain_for_window(messages: list[Message], config: SummarizerConfig
     try:
         ast = run.parse()
         if decision["triggered"]:
-            decision["target_bytes"] = _target_bytes(ast, tokens, target)
             assert run.ctx is not None
-            drive_sync(window_passes(ast, config, run.ctx, decision["target_bytes"]), summarize, on_batch=run.count)
+            drive_sync(_passes(ast, config, run.ctx, tokens, target, decision), summarize, on_batch=run.count)
     except Exception as exc:  # PentAGI semantics: keep the original chain, report why
         result = run.failure(exc)
     else:
