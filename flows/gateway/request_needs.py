@@ -7,6 +7,7 @@ counts (the Anthropic Messages / Responses breakdown is `flows.engine.request_to
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -77,20 +78,26 @@ def _check_schema(schema: Any, where: str, depth: int = 0) -> None:
             _check_schema(option, f"{where}.{union}[{i}]", depth + 1)
 
 
-def _check_tools(tools: Any) -> list[Any]:
-    if tools is None:
-        return []
+def _tools_json(tools: Any) -> str:
+    """The tools' JSON (the key of the cached checks and counts), after the cheap shape checks."""
     if not isinstance(tools, list):
         raise _bad("'tools' must be a list", "tools")
     if len(tools) > MAX_TOOLS:
         raise _bad(f"'tools' has {len(tools)} entries; at most {MAX_TOOLS} are accepted", "tools")
     try:
-        size = len(json.dumps(tools, ensure_ascii=False))
+        text = json.dumps(tools, ensure_ascii=False)  # as sent: agents send the same tools in the same order
     except (RecursionError, ValueError):
         raise _bad(f"'tools' is nested deeper than {MAX_SCHEMA_DEPTH} levels", "tools") from None
-    if size > MAX_TOOLS_BYTES:
+    if len(text) > MAX_TOOLS_BYTES:
         raise _bad(f"'tools' is over {MAX_TOOLS_BYTES:,} bytes of JSON", "tools")
-    for i, tool in enumerate(tools):
+    return text
+
+
+@functools.lru_cache(maxsize=256)
+def _checked(tools_json: str) -> bool:
+    """Check every tool of `tools_json` (GatewayError when one is wrong; only passing tool lists are cached:
+    an agent sends the same tools on every call, and walking 20 schemas costs about a millisecond)."""
+    for i, tool in enumerate(json.loads(tools_json)):
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
             raise _bad(f"tools[{i}] must be an object with a 'type'", "tools")
         if tool["type"] != "function":
@@ -102,7 +109,16 @@ def _check_tools(tools: Any) -> list[Any]:
             raise _bad(f"tools[{i}].function.description must be a string", "tools")
         if fn.get("parameters") is not None:
             _check_schema(fn["parameters"], f"tools[{i}].function.parameters")
-    return tools
+    return True
+
+
+def _check_tools(tools: Any) -> str | None:
+    """The checked tools' JSON, None without tools."""
+    if tools is None:
+        return None
+    text = _tools_json(tools)
+    _checked(text)
+    return text
 
 
 def _response_schema(body: dict[str, Any]) -> Any:
@@ -127,9 +143,17 @@ def check_chat_fields(body: dict[str, Any]) -> None:
     _response_schema(body)
 
 
+@functools.lru_cache(maxsize=256)
+def _tools_tokens_of(tools_json: str, model: str) -> int:
+    """Tokens of tools given as their JSON: agents send the same tools on every call, and rendering and
+    encoding 20 schemas costs milliseconds, so the count is kept per tools text and model."""
+    return tools_tokens(json.loads(tools_json), model=model or None)
+
+
 def chat_needs(body: dict[str, Any], model: str, ratio: float = 1.0) -> RequestNeeds:
     """The request's tools, response schema and max output, in our tokens (fields already checked)."""
     tools = _check_tools(body.get("tools"))
-    return RequestNeeds(tools=tools_tokens(tools, model=model or None),
+    counted = _tools_tokens_of(tools, model) if tools and tools != "[]" else 0
+    return RequestNeeds(tools=counted,
                         schema=schema_tokens(_response_schema(body), model=model or None),
                         max_output=_max_output(body), ratio=ratio)
