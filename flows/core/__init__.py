@@ -6,8 +6,10 @@ setting declared once), `text_input` (text the database can hold), `params` (ids
 """
 from flows.core.events import (
     EVENT_TYPES,
+    AgentLoopEvent,
     AppendedUpToEvent,
     ChainRewrittenEvent,
+    FlowAgentAddedEvent,
     HeartbeatEvent,
     abroadcast,
     bind_event_loop,
@@ -49,7 +51,8 @@ from flows.core.settings_spec import (
 from flows.core.text_input import MAX_INSTRUCTIONS_CHARS, instructions_problem, lone_surrogate_path, plain_text_problem
 
 __all__ = [
-    "AGENT", "ASSISTANT", "ASSISTANT_FORCED", "AppendedUpToEvent", "COMPACT_CHAIN", "ChainRewrittenEvent",
+    "AGENT", "ASSISTANT", "ASSISTANT_FORCED", "AgentLoopEvent", "AppendedUpToEvent", "FlowAgentAddedEvent",
+    "COMPACT_CHAIN", "ChainRewrittenEvent",
     "EVENT_TYPES", "FIELDS_BY_NAME", "FIT_CHAIN", "HeartbeatEvent", "IDENTIFIER_POLICIES", "MAX_INSTRUCTIONS_CHARS",
     "PROFILES", "PRUNING_MODES", "Relay", "SECRET_HEADER", "SETTINGS_FIELDS", "SUMMARIZE_CHAIN", "abroadcast",
     "bind_event_loop", "broadcast", "enqueue", "enqueue_on_commit", "env_fallback", "group_name",

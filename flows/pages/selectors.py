@@ -15,11 +15,21 @@ from django.db.models.functions import Cast
 
 from flows.config import model_window_for
 from flows.engine import effective_reserve, window_check
-from flows.models import Chain, ChainView, Flow, LLMCall, MemoryNote, Message, SummarizerSettings, SummaryEvent
+from flows.models import (
+    AgentLoop,
+    Chain,
+    ChainView,
+    Flow,
+    LLMCall,
+    MemoryNote,
+    Message,
+    SummarizerSettings,
+    SummaryEvent,
+)
 
 __all__ = [
     "PAGE_SIZE_MESSAGES", "SUMMARY_TOOL_NAME", "SUMMARY_PREFIX", "EVENTS_SHOWN", "NOTES_SHOWN", "TIMELINE_SHOWN",
-    "MAX_LIVE_CHAINS", "WindowInfo", "FlowRow", "RawFilters", "FlowCost", "NoteFilter",
+    "MAX_LIVE_CHAINS", "WindowInfo", "FlowRow", "RawFilters", "FlowCost", "ChainCost", "NoteFilter", "chain_cost",
     "window_for_model", "flows_list_rows", "flow_detail_context", "chain_tool_names", "raw_page", "raw_page_count",
     "view_history", "raw_prefix_bytes", "display_text", "is_summary_message", "settings_row_for",
     "chain_events_page", "chain_event_detail", "chain_view_versions", "chain_view_version", "chain_message",
@@ -125,17 +135,30 @@ def flows_list_rows(*, user) -> list[FlowRow]:
 
 
 def flow_detail_context(*, flow: Flow) -> dict[str, Any]:
-    """Agents with their chains (sizes aggregated) and the flow's model window."""
+    """Agents with their chains (sizes aggregated, the agent loops seen in each), the most recently active
+    agent first, and the flow's model window."""
+    return {"agents": flow_agents(flow=flow), "window": window_for_model(flow.model_name)}
+
+
+def flow_agents(*, flow: Flow) -> list[dict[str, Any]]:
+    """The flow's agents, most recently active first (a chain's last write is its agent's activity)."""
     chains = list(Chain.objects.filter(agent__flow=flow).select_related("agent")
                   .annotate(n_messages=Count("messages"), raw_bytes=Sum("messages__byte_size"),
                             v_bytes=_latest_view_subquery("byte_size"), v_tokens=_latest_view_subquery("token_count"))
                   .order_by("agent_id", "id"))
+    loops: dict[int, list[AgentLoop]] = {}
+    for loop in AgentLoop.objects.filter(chain__agent__flow=flow).order_by("-updated_at", "-pk"):
+        loops.setdefault(loop.chain_id, []).append(loop)
     agents: dict[int, dict[str, Any]] = {}
     for agent in flow.agents.all():
-        agents[agent.pk] = {"agent": agent, "chains": []}
+        agents[agent.pk] = {"agent": agent, "chains": [], "last_activity": agent.created_at, "loops": 0}
     for chain in chains:
-        agents[chain.agent_id]["chains"].append(chain)
-    return {"agents": list(agents.values()), "window": window_for_model(flow.model_name)}
+        entry = agents[chain.agent_id]
+        chain.loop_rows = loops.get(chain.pk, [])
+        entry["chains"].append(chain)
+        entry["loops"] += len(chain.loop_rows)
+        entry["last_activity"] = max(entry["last_activity"], chain.updated_at)
+    return sorted(agents.values(), key=lambda a: (a["last_activity"], a["agent"].pk), reverse=True)
 
 
 @dataclass(frozen=True)
@@ -283,6 +306,27 @@ def chain_message(*, chain: Chain, seq: int) -> Message | None:
 class FlowCost:
     usd: float = 0.0
     calls: int = 0
+
+
+@dataclass(frozen=True)
+class ChainCost:
+    """What summarizing a chain has cost so far: summarize calls of its events, the model calls they made with
+    their prompt tokens (as reported, else our estimate) and USD."""
+
+    calls: int = 0
+    llm_calls: int = 0
+    input_tokens: int = 0
+    usd: float = 0.0
+
+
+def chain_cost(*, chain: Chain) -> ChainCost:
+    """The chain's summarizer cost in two aggregate queries (events, then their model calls)."""
+    calls = SummaryEvent.objects.filter(chain=chain).aggregate(n=Sum("calls"))["n"] or 0
+    llm = LLMCall.objects.filter(event__chain=chain).aggregate(
+        n=Count("id"), usd=Sum("cost_usd"), reported=Sum("prompt_tokens"),
+        estimated=Sum("estimated_prompt_tokens", filter=Q(prompt_tokens__isnull=True)))
+    tokens = (llm["reported"] or 0) + (llm["estimated"] or 0)
+    return ChainCost(calls=calls, llm_calls=llm["n"] or 0, input_tokens=tokens, usd=llm["usd"] or 0.0)
 
 
 def flow_costs(*, flow_ids: list[int]) -> dict[int, FlowCost]:

@@ -240,6 +240,10 @@ function onEvent(ev) {
       notice(`Compaction #${ev.event_id} failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed", `event-${ev.event_id}`);
       refreshPanel();
       break;
+    case "agent.loop": // the gateway saw the agent repeat a tool call; the page's loop list has it on reload
+      notice(`Agent loop: ${ev.tool_name} called ${ev.repeats}× ${ev.in_a_row ? "in a row" : `within the last ${ev.window} calls`}`,
+        "failed", `loop-${ev.loop_id}`);
+      break;
     default:
       break;
   }

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('flows', '0016_perf_window_input_tokens'),
+        ('flows', '0017_gw_flow_agent_loops'),
     ]
 
     operations = [
