@@ -61,8 +61,11 @@ from summarizer import (
     responses_output_messages,
     responses_to_messages,
     retention_of,
+    schema_tokens,
     summarize_chain,
     summarize_chain_for_window,
+    text_tokens,
+    tools_tokens,
     validate_messages,
     window_check,
     window_from_models_payload,
@@ -89,6 +92,7 @@ __all__ = [
     "prune_view",
     # tokens and the model catalog
     "count_tokens", "message_tokens", "is_estimate", "ModelInfo", "lookup_model", "window_from_models_payload",
+    "text_tokens", "tools_tokens", "schema_tokens",
     # identifiers (memory notes, preview retention)
     "extract_identifiers", "missing_identifiers", "extract_findings", "is_case_insensitive_id",
     # transcript formats

@@ -88,7 +88,15 @@ from summarizer.settings.config import SummarizerConfig
 from summarizer.settings.spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
 from summarizer.strategy.window import STRATEGIES, WindowTarget, summarize_chain_for_window
 from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
-from summarizer.tokens.count import MissingEncoding, count_tokens, is_estimate, message_tokens
+from summarizer.tokens.count import (
+    MissingEncoding,
+    count_tokens,
+    is_estimate,
+    message_tokens,
+    schema_tokens,
+    text_tokens,
+    tools_tokens,
+)
 
 __all__ = [
     # engine (chain AST, PentAGI passes)
@@ -110,7 +118,7 @@ __all__ = [
     "missing_identifiers", "extract_findings",
     # tokens and the model catalog
     "count_tokens", "message_tokens", "MissingEncoding", "is_estimate", "ModelInfo", "lookup_model",
-    "window_from_models_payload",
+    "window_from_models_payload", "text_tokens", "tools_tokens", "schema_tokens",
     # window fit and compaction
     "fit_to_window", "FitResult", "compact_now", "overflow_compactor", "ContextTooLarge", "CompactionFailed",
     "OverflowRecoveryFailed", "RetryableProviderError", "SummarizeAborted", "retry_call", "summarize_with_fallback",

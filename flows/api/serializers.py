@@ -81,6 +81,7 @@ def chain_page_json(chain: Chain, *, after_seq: int = 0, limit: int) -> dict[str
     totals = chain.totals()
     stats: dict[str, Any] = {"raw_messages": totals["messages"], "raw_bytes": totals["bytes"],
                              "raw_tokens": totals["tokens"], "compactions": chain.compactions,
+                             "skipped_runs": chain.skipped_runs,
                              "last_seq": chain.last_seq, "view_version": chain.view_version}
     loops, newest_loops = chain_agent_loops(chain_id=chain.pk)
     return {"id": chain.pk, "agent_id": chain.agent_id, "flow_id": chain.agent.flow_id, "is_active": chain.is_active,

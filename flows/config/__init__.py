@@ -3,7 +3,8 @@
 `registry` (defaults per profile, validation, the engine config of a settings row), `env` (settings rows as
 `.env` text and back), `writes` (every settings change, recorded with who made it), `endpoints` (LLM endpoints
 from the environment and the database, model windows), `windows` (writes of windows and endpoints),
-`compaction_plugins` (compaction providers installed as entry points).
+`token_ratios` (how a provider's token count relates to ours, learned per model), `compaction_plugins`
+(compaction providers installed as entry points).
 """
 from flows.config.compaction_plugins import load_compaction_providers
 from flows.config.endpoints import (
@@ -25,6 +26,7 @@ from flows.config.registry import (
     settings_warnings,
     summarizer_config_for,
 )
+from flows.config.token_ratios import MAX_RATIO, MIN_RATIO, token_ratio_for, token_ratio_learn
 from flows.config.windows import model_window_ensure, provider_endpoint_ensure, provider_endpoint_remove
 from flows.config.writes import (
     EnvImportReport,
@@ -42,5 +44,5 @@ __all__ = [
     "settings_env_export",
     "settings_env_export_rows", "settings_for", "settings_import_env", "settings_override_for", "settings_save",
     "settings_update", "settings_validate", "settings_values", "settings_warnings", "split_model_ref",
-    "summarizer_config_for",
+    "summarizer_config_for", "token_ratio_for", "token_ratio_learn", "MIN_RATIO", "MAX_RATIO",
 ]

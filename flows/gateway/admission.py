@@ -10,17 +10,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 
-from flows.config import provider_for, provider_of_kind, settings_for, split_model_ref
-from flows.gateway.fit import SentMessages, gateway_observed, gateway_view_prepare
+from flows.config import provider_for, provider_of_kind, settings_for, split_model_ref, token_ratio_for
+from flows.gateway.fit import SentMessages, budget_error, gateway_observed, gateway_view_prepare
 from flows.gateway.protocols import CHAT, Protocol
-from flows.gateway.records import gateway_call_start
+from flows.gateway.records import gateway_call_finish, gateway_call_start
 from flows.gateway.sessions import call_identity
 from flows.gateway.threads import ChainNotFound, gateway_thread
 from flows.gateway.trace import request_params
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.ingest import AppendError, InvalidToken, bearer_user, bearer_value
-from flows.models import Chain, GatewayCall, GatewayMode, ProviderConfig, ProviderKind
+from flows.models import CallStatus, Chain, GatewayCall, GatewayMode, ProviderConfig, ProviderKind
+from flows.pipeline import RequestNeeds
 
 __all__ = ["PreparedCall", "authenticate_bearer", "authenticate_key", "resolve_upstream", "prepare_call",
            "chain_headers"]
@@ -41,6 +43,7 @@ class PreparedCall:
     protocol: Protocol = CHAT  # the wire format the agent speaks (and the upstream is spoken to in)
     wire: WireRequest | None = None  # the request as its protocol read it (for the protocol's record hook)
     last_body: bytes = b""  # what went upstream last (an overflow retry sends a compacted one)
+    needs: RequestNeeds | None = None  # what the request needs besides its messages (tools, schema, max output)
 
 
 def chain_headers(chain: Chain | None) -> dict[str, str]:
@@ -118,26 +121,56 @@ def _thread(user: Any, request: WireRequest, headers: Mapping[str, str], model: 
         raise GatewayError(exc.status, f"messages: {exc}", code=exc.code) from None
 
 
+def _threaded_and_routed(user: Any, headers: Mapping[str, str], request: WireRequest, protocol: Protocol
+                         ) -> tuple[Any, ProviderConfig, str, str]:
+    """Thread the request into its chain and route it, in one transaction: a call refused here (no upstream,
+    a bad mode header) rolls its flow, agent, chain and messages back, so a refused call leaves no litter."""
+    named, model = split_model_ref(request.model)
+    with transaction.atomic():
+        threaded = _thread(user, request, headers, model)
+        chain = threaded.chain  # locked and loaded with its agent and flow by the threading
+        try:
+            provider, model = resolve_upstream(named, model, chain, protocol.provider_kind)
+            mode = _mode(headers, chain)
+        except GatewayError as exc:
+            if not chain.last_seq - threaded.appended:
+                raise  # a chain this request made: rolled back, so no chain id to name
+            exc.headers = chain_headers(chain)
+            raise
+    return threaded, provider, model, mode
+
+
+def needs_of(protocol: Protocol, request: WireRequest, provider: ProviderConfig, model: str) -> RequestNeeds:
+    """What the provider counts besides the messages (the wire's `extra_tokens`), with the token ratio learned
+    for this provider and model."""
+    extra = protocol.extra_tokens(request)
+    return RequestNeeds(tools=extra.tools, schema=extra.schema, max_output=extra.reserve,
+                        ratio=token_ratio_for(provider, model))
+
+
 def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
                  protocol: Protocol = CHAT) -> PreparedCall:
-    """Thread into a chain, route, pick the mode, build what goes upstream, open the call row."""
-    named, model = split_model_ref(request.model)
-    threaded = _thread(user, request, headers, model)
-    chain = threaded.chain  # locked and loaded with its agent and flow by the threading
-    try:
-        provider, model = resolve_upstream(named, model, chain, protocol.provider_kind)
-        mode = _mode(headers, chain)
-    except GatewayError as exc:
-        exc.headers = chain_headers(chain)
-        raise
+    """Thread into a chain, route, pick the mode, build what goes upstream (fitted to the room the request
+    leaves: `RequestNeeds`), open the call row. A manage-mode request that cannot fit even after compacting
+    is refused with one clear 400 (its call recorded as failed)."""
+    threaded, provider, model, mode = _threaded_and_routed(user, headers, request, protocol)
+    chain = threaded.chain
+    needs = needs_of(protocol, request, provider, model)
     if mode == GatewayMode.MANAGE:
-        sent = gateway_view_prepare(chain_id=chain.pk)
+        sent = gateway_view_prepare(chain_id=chain.pk, needs=needs, model=model)
     else:
-        sent = gateway_observed(request.messages, chain, model)
+        sent = gateway_observed(request.messages, chain, model, needs)
     call = gateway_call_start(chain=chain, user=user, provider=provider, model=model, mode=mode,
                               stream=request.stream, request_messages=len(request.messages),
                               appended=threaded.appended, sent=sent,
                               request_params=request_params(request.body, headers))
+    if mode == GatewayMode.MANAGE and not sent.fits:
+        message = budget_error(sent, model)
+        gateway_call_finish(call=call, status=CallStatus.FAILED, http_status=400, latency_ms=sent.summarize_ms,
+                            error=message)
+        error = GatewayError(400, message, code="context_length_exceeded")
+        error.headers = chain_headers(chain)
+        raise error
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
                         mode=mode, sent=sent, call=call, history=request.messages,
-                        caller=protocol.api_key(headers) or "", protocol=protocol, wire=request)
+                        caller=protocol.api_key(headers) or "", protocol=protocol, wire=request, needs=needs)

@@ -14,17 +14,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import httpx2
 
+from flows.config import token_ratio_learn
 from flows.core import abroadcast
 from flows.engine import is_context_overflow_error, observed_token_count
 from flows.gateway import hops, upstream
 from flows.gateway.admission import PreparedCall
-from flows.gateway.fit import gateway_overflow_compact
+from flows.gateway.fit import SentMessages, gateway_overflow_compact
 from flows.gateway.protocols import StreamReader
 from flows.gateway.records import gateway_call_complete, gateway_call_retried
 from flows.gateway.wire import GatewayError, WireRequest
@@ -40,10 +43,12 @@ DELTA_INTERVAL_SECONDS = 0.25  # live text of a streaming call reaches the page 
 _pending: dict[str, set[asyncio.Future[None]]] = {}  # caller -> call records being written (see finish)
 
 
-def upstream_body(request: WireRequest, prepared: PreparedCall, messages: list[dict[str, Any]] | None) -> bytes:
-    """Bytes to send: the agent's own body in observe mode (unless retried), else the body with our messages."""
+def upstream_body(request: WireRequest, prepared: PreparedCall, messages: list[dict[str, Any]] | None,
+                  max_output: int | None = None) -> bytes:
+    """Bytes to send: the agent's own body in observe mode (unless retried), else the body with our messages
+    and, when the fit clamped it, the max output the view leaves room for."""
     return prepared.protocol.upstream_body(request, prepared.model, messages,
-                                           manage=prepared.mode == GatewayMode.MANAGE)
+                                           manage=prepared.mode == GatewayMode.MANAGE, max_output=max_output)
 
 
 def _elapsed_ms(started: float) -> int:
@@ -111,7 +116,8 @@ async def open_upstream(request: WireRequest, prepared: PreparedCall, deadline: 
     `overflow` is one the upstream reported inside the previous attempt's stream: compacted first."""
     if not prepared.last_body:
         first = prepared.sent.messages if prepared.mode == GatewayMode.MANAGE else None
-        prepared.last_body = upstream_body(request, prepared, first)
+        prepared.last_body = upstream_body(request, prepared, first,
+                                           prepared.sent.max_output if first is not None else None)
     url, headers = prepared.protocol.endpoint(prepared.provider, request)
     refused: GatewayError | None = None
     while True:
@@ -138,13 +144,36 @@ async def _shrink(request: WireRequest, prepared: PreparedCall, overflow: str, r
                                        type_="upstream_error", code="context_length_exceeded")
     if prepared.call.attempts > MAX_OVERFLOW_RETRIES:
         raise given_up
-    sent = await hops.run(gateway_overflow_compact, chain_id=prepared.chain.pk,
-                          observed_tokens=observed_token_count(overflow))
-    retry = upstream_body(request, prepared, sent.messages)
+    sent = await hops.run(_overflow_refit, prepared, overflow)
+    retry = upstream_body(request, prepared, sent.messages, sent.max_output)
     if retry == prepared.last_body:  # the same request would fail the same way
         raise given_up
     await hops.run(gateway_call_retried, call=prepared.call, sent=sent, error=overflow)
     prepared.last_body = retry
+
+
+_IN_THE_MESSAGES = re.compile(r"\(([\d,]+) in the messages")  # OpenAI: "you requested N tokens (P in the messages, ..."
+
+
+def _prompt_count(text: str) -> int | None:
+    """The prompt's tokens an overflow error quotes: its "P in the messages" part when it splits the request
+    into prompt and completion, else the one count it gives."""
+    split = _IN_THE_MESSAGES.search(text)
+    return int(split.group(1).replace(",", "")) if split else observed_token_count(text)
+
+
+def _overflow_refit(prepared: PreparedCall, text: str) -> SentMessages:
+    """Learn from the count the overflow quotes (it measured the request we sent), then compact to the same
+    request budget with the corrected ratio: the retry, and the agent's next request, fit."""
+    needs, observed = prepared.needs, _prompt_count(text)
+    sent_tokens = (prepared.call.budget or {}).get("messages", prepared.call.sent_tokens)
+    if needs is not None and observed:
+        ratio = token_ratio_learn(prepared.provider, prepared.model, ours=sent_tokens + needs.extra,
+                                  reported=observed, overflow=True)
+        if ratio is not None:  # at least the overflow's own ratio (`overflow=True`)
+            needs = prepared.needs = replace(needs, ratio=ratio)
+    return gateway_overflow_compact(chain_id=prepared.chain.pk, observed_tokens=observed, needs=needs,
+                                    model=prepared.model)
 
 
 async def complete(request: WireRequest, prepared: PreparedCall, started: float) -> bytes:

@@ -10,12 +10,13 @@ from django.db import DatabaseError, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from flows.config import token_ratio_learn
 from flows.core import broadcast
 from flows.engine import count_tokens
 from flows.gateway.fit import Msg, SentMessages
 from flows.gateway.loops import agent_loop_check
 from flows.gateway.threads import gateway_answer_append
-from flows.models import Chain, ChainView, GatewayCall, Message, ProviderConfig
+from flows.models import CallStatus, Chain, ChainView, GatewayCall, GatewayMode, Message, ProviderConfig
 
 __all__ = ["gateway_call_start", "gateway_call_retried", "gateway_call_finish", "gateway_call_complete", "call_cost"]
 
@@ -65,7 +66,8 @@ def _sent_fields(sent: SentMessages, model: str, chain_id: int) -> dict[str, Any
         tokens = _stored_tokens(chain_id, sent)
     return {"sent_view_version": sent.view_version, "sent_raw_seq_to": sent.raw_seq_to,
             "sent_messages": None if sent.exact else sent.messages, "sent_message_count": len(sent.messages),
-            "sent_tokens": tokens if tokens is not None else count_tokens(sent.messages, model=model or None)}
+            "sent_tokens": tokens if tokens is not None else count_tokens(sent.messages, model=model or None),
+            "budget": sent.budget}
 
 
 def _usage_tokens(usage: dict[str, Any]) -> tuple[int, int]:
@@ -110,9 +112,22 @@ def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, lat
     call.usage, call.cost_usd = usage, call_cost(call.provider, usage)
     call.error, call.finished_at = error[:4000], timezone.now()
     call.save(update_fields=_FINISH_FIELDS)
+    _learn_ratio(call)
     event = _call_event(call, "gateway.call.finished")
     transaction.on_commit(lambda: broadcast(call.chain_id, event), robust=True)  # type: ignore[arg-type]
     return call
+
+
+def _learn_ratio(call: GatewayCall) -> None:
+    """A successful call's reported prompt tokens against our estimate of the same request teach the
+    provider's token ratio (`flows.config.token_ratio_learn`); the next request's fit uses it."""
+    usage, budget = call.usage, call.budget
+    if call.status != CallStatus.OK or not isinstance(usage, dict) or not isinstance(budget, dict):
+        return
+    reported = usage.get("prompt_tokens")
+    if isinstance(reported, int) and not isinstance(reported, bool):
+        ours = int(budget.get("messages", 0)) + int(budget.get("tools", 0)) + int(budget.get("schema", 0))
+        token_ratio_learn(call.provider, call.model, ours=ours, reported=reported)
 
 
 def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: list[Msg] | None,
@@ -126,7 +141,8 @@ def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: lis
         seq = None
         if answer is not None:
             seq = gateway_answer_append(chain_id=call.chain_id, expected_head=expected_head, message=answer,
-                                        history=history, after_seq=after_seq)
+                                        history=history, after_seq=after_seq,
+                                        queue_summary=call.mode != GatewayMode.MANAGE)
             if seq is None and not finish.get("error"):
                 finish["error"] = "answer not appended: the chain moved on during the call"
             elif seq is not None and answer.get("tool_calls"):

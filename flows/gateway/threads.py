@@ -266,13 +266,15 @@ def _flow_of(chain: Chain) -> Flow:
 
 
 def gateway_answer_append(*, chain_id: int, expected_head: str, message: Msg,
-                          history: list[Msg] | None = None, after_seq: int | None = None) -> int | None:
+                          history: list[Msg] | None = None, after_seq: int | None = None,
+                          queue_summary: bool = True) -> int | None:
     """Append the model's answer; None (nothing written) when the chain moved on meanwhile.
 
     `history` is the request's messages, which the chain held when the call was threaded: with it, pairing is
     checked in memory (the head hash proves the chain still holds exactly them). `after_seq` is the chain's
     last seq then: when the agent's next request got in first and brought the answer itself (it went out
-    before its record was written), the answer is found there and its seq returned.
+    before its record was written), the answer is found there and its seq returned. `queue_summary=False`
+    (manage mode): the turn is not queued for the after-turn run; the next request summarizes it.
     """
     with transaction.atomic(savepoint=False):  # no savepoint inside gateway_call_complete's transaction
         chain = _locked(chain_id)
@@ -280,7 +282,8 @@ def gateway_answer_append(*, chain_id: int, expected_head: str, message: Msg,
             return _brought_by_agent(chain_id, after_seq, message)
         chain_append_locked(chain=chain, batch=batch_validate([message]),
                             prior=_history_in_hand(chain, history) if history is not None else None,
-                            head_hash=extend_hash(expected_head, message), head_seq=chain.last_seq + 1)
+                            head_hash=extend_hash(expected_head, message), head_seq=chain.last_seq + 1,
+                            queue_summary=queue_summary)
     return chain.last_seq
 
 

@@ -120,8 +120,10 @@ def parse_chat_request(raw: bytes) -> WireRequest:
         raise GatewayError(413, f"request body over {MAX_BODY_BYTES} bytes", code="request_too_large")
     try:
         body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GatewayError(400, f"the body is not valid JSON: {exc}", code="invalid_json") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # ValueError: bad JSON, or an integer over 4,300 digits
+        raise GatewayError(400, f"the body is not valid JSON: {exc}"[:300], code="invalid_json") from None
+    except RecursionError:
+        raise GatewayError(400, "the body is nested too deeply", code="invalid_json") from None
     if not isinstance(body, dict):
         raise GatewayError(400, "the body must be a JSON object", code="invalid_json")
     model, messages, stream = body.get("model"), body.get("messages"), body.get("stream", False)

@@ -141,13 +141,14 @@ def chain_append(*, chain: Chain, messages: Any) -> AppendResult:
 
 
 def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: list[dict[str, Any]] | None = None,
-                        **chain_fields: Any) -> AppendResult:
+                        queue_summary: bool = True, **chain_fields: Any) -> AppendResult:
     """The write of `chain_append` for a caller that already holds the active chain's row lock (with its
     agent and flow loaded) inside its own transaction and validated the batch (`batch_validate`).
 
     `prior`, when given, is the chain's whole raw history as the caller holds it (the gateway verified it by
     hash), so pairing and call names come from memory instead of two more reads; `chain_fields` are written
-    in the same UPDATE as `last_seq` (the gateway's head hash).
+    in the same UPDATE as `last_seq` (the gateway's head hash). `queue_summary=False`: a completed turn is not
+    queued for summarization (the gateway's manage mode summarizes on its next request, one run per call).
     """
     tail = tail_in(prior) if prior is not None else tail_of(chain)
     done = check_pairing(tail, batch)
@@ -161,7 +162,7 @@ def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: lis
                                              raw_tokens=chain.raw_tokens, updated_at=timezone.now(), **chain_fields)
     _touch(chain.agent.flow)
     chain_id = chain.pk
-    transaction.on_commit(lambda: after_append(chain_id, rows, done), robust=True)
+    transaction.on_commit(lambda: after_append(chain_id, rows, done and queue_summary), robust=True)
     return AppendResult(appended=len(rows), last_seq=chain.last_seq, rows=rows, turn_completed=done)
 
 

@@ -21,7 +21,15 @@ from flows.models.chains import (
     ViewSection,
 )
 from flows.models.gateway import AgentLoop, CallStatus, GatewayCall, GatewayMode, GatewayResponse
-from flows.models.providers import ApiToken, LLMCall, ModelWindow, ProviderConfig, ProviderKind, hash_token
+from flows.models.providers import (
+    ApiToken,
+    LLMCall,
+    ModelWindow,
+    ProviderConfig,
+    ProviderKind,
+    TokenRatio,
+    hash_token,
+)
 from flows.models.settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerSettings
 
 __all__ = [
@@ -30,5 +38,5 @@ __all__ = [
     "MemoryNote", "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall",
     "ModelWindow", "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode",
     "SettingsChange", "SummarizerSettings", "AgentLoop", "CallStatus", "GatewayCall",
-    "GatewayMode", "GatewayResponse",
+    "GatewayMode", "GatewayResponse", "TokenRatio",
 ]

@@ -103,6 +103,8 @@ class Chain(models.Model):
     last_seq = models.IntegerField(default=0, help_text="seq of the newest raw message (0 = empty)")
     view_version = models.IntegerField(default=0, help_text="version of the newest ChainView")
     compactions = models.IntegerField(default=0)
+    skipped_runs = models.IntegerField(default=0, help_text="after-turn runs that changed nothing (counted here, "
+                                                            "not kept as events)")
     # The gateway threads requests into chains by hashing messages (flows/gateway/threads.py): the rolling hash
     # of the raw chain up to `head_seq`, and of its messages up to the first user message.
     head_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)

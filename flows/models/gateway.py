@@ -59,6 +59,8 @@ class GatewayCall(models.Model):
                                       **SAFE_JSON)
     phases = models.JSONField(default=dict, blank=True, help_text="milliseconds: wait_ms (for the caller's previous "
                               "record), admitted_at_ms (admission done, from arrival), record_ms (the record's write)")
+    budget = models.JSONField(null=True, blank=True, help_text="how the request was fitted: window and its source, "
+                              "tokens of messages, tools and schema, the learned ratio, max output asked and sent")
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -89,6 +89,24 @@ class ModelWindow(models.Model):
         return f"{self.model}: {self.context_window}"
 
 
+class TokenRatio(models.Model):
+    """How a provider's token count relates to ours for one model: its reported prompt tokens per token of our
+    tiktoken estimate, learned from the usage of successful gateway calls and from overflow errors."""
+
+    provider = models.ForeignKey(ProviderConfig, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=200)
+    ratio = models.FloatField(default=1.0)
+    samples = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["model"]
+        constraints = [models.UniqueConstraint(fields=["provider", "model"], name="token_ratio_per_provider_model")]
+
+    def __str__(self) -> str:
+        return f"{self.model}: x{self.ratio:.3f} ({self.samples} samples)"
+
+
 def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 

@@ -19,6 +19,7 @@ from flows.models import Outcome, SummarizerSettings, SummaryEvent, Trigger
 from flows.pipeline import view_records as records
 from flows.pipeline.hooks import before_compaction, send_hook
 from flows.pipeline.memory import memory_flush
+from flows.pipeline.request_budget import RequestNeeds, fit_budget
 from flows.pipeline.runs import (
     MAX_SAVE_ATTEMPTS,
     ChainState,
@@ -103,7 +104,7 @@ def compute_step(state: ChainState, step: RunStep, before: list[Msg], lineage: l
     try:
         result = run(summarize)
     except ContextTooLarge as exc:
-        step.outcome, step.reason = Outcome.FAILED, f"context too large: {exc}"
+        step.outcome, step.reason = Outcome.FAILED, str(exc)  # its message starts "context too large:"
     except Exception as exc:  # an endpoint down or a failed audit: fail closed, keep the view, record why
         step.outcome, step.reason = Outcome.FAILED, f"compaction failed: {exc}"
     else:
@@ -141,13 +142,23 @@ def run_fit(state: ChainState, event: SummaryEvent, messages: list[Msg], lineage
 
 
 def fit_step(state: ChainState, messages: list[Msg], lineage: list[list[int]], *, trigger: str,
-             snapshot: dict[str, Any], force: bool = False, observed_tokens: int | None = None) -> RunStep | None:
-    """Fit `messages` to the model's window; None when the window is unknown or it already fits."""
+             snapshot: dict[str, Any], force: bool = False, observed_tokens: int | None = None,
+             needs: RequestNeeds | None = None) -> RunStep | None:
+    """Fit `messages` to the model's window; None when the window is unknown or it already fits.
+
+    With `needs` (a gateway request: its tools, schema, output cap and the provider's token ratio) the view
+    gets the room the request leaves (`request_budget`); the ratio then stands for an overflow's observed
+    count, which measured the whole request, not the view."""
     window = window_for(flow=state.chain.agent.flow, row=state.row)
     if window is None or not state.row.compaction_enabled:
         return None
     window_tokens, reserve = window
-    tokens = observed_tokens or records.view_tokens(messages, model=state.model)
+    tokens = records.view_tokens(messages, model=state.model)
+    if needs is not None:
+        target = max(fit_budget(window_tokens, reserve, needs).view_target, 1)
+        reserve, observed_tokens = window_tokens - target, None
+    else:
+        tokens = observed_tokens or tokens
     if not force and tokens + reserve <= window_tokens:
         return None
     event = event_start(chain=state.chain, trigger=trigger, snapshot=snapshot, notify=state.row.notify_user)
@@ -156,15 +167,15 @@ def fit_step(state: ChainState, messages: list[Msg], lineage: list[list[int]], *
                    tokens_before=tokens, observed_tokens=observed_tokens)
 
 
-def chain_fit(*, chain_id: int, trigger: str = Trigger.WINDOW,
-              observed_tokens: int | None = None) -> SummaryEvent | None:
+def chain_fit(*, chain_id: int, trigger: str = Trigger.WINDOW, observed_tokens: int | None = None,
+              needs: RequestNeeds | None = None) -> SummaryEvent | None:
     """Fit the current view to the window (on demand, or forced after a context-overflow error)."""
     for _attempt in range(MAX_SAVE_ATTEMPTS):
         state = load_state(chain_id)
         snapshot = settings_values(state.row)
         forced = trigger == Trigger.OVERFLOW
         step = fit_step(state, state.messages, state.lineage, trigger=trigger, snapshot=snapshot, force=forced,
-                        observed_tokens=observed_tokens)
+                        observed_tokens=observed_tokens, needs=needs)
         if step is None:
             if not state.new_raw:
                 return None

@@ -42,8 +42,8 @@ from flows.pipeline.hooks import after_compaction, send_hook
 
 __all__ = [
     "MAX_SAVE_ATTEMPTS", "COMPACTION_TRIGGERS", "ChainState", "RunStep", "open_round_start", "load_state",
-    "view_current", "window_for", "elapsed_ms", "event_start", "event_finish", "event_fail", "view_save", "view_create",
-    "hook_after_payload", "on_view_saved",
+    "view_current", "window_for", "window_info", "elapsed_ms", "event_start", "event_finish", "event_fail",
+    "view_save", "view_create", "hook_after_payload", "on_view_saved",
 ]
 
 MAX_SAVE_ATTEMPTS = 3
@@ -141,11 +141,17 @@ def view_current(*, chain: Chain) -> ChainView | None:
 
 def window_for(*, flow: Flow, row: SummarizerSettings) -> tuple[int, int] | None:
     """(window tokens, reserve tokens) of the flow's model, or None when the window is unknown (step skipped)."""
-    window, max_output, _source = model_window_for(flow=flow)
+    info = window_info(flow=flow, row=row)
+    return None if info is None else (info[0], info[1])
+
+
+def window_info(*, flow: Flow, row: SummarizerSettings) -> tuple[int, int, str] | None:
+    """(window tokens, reserve tokens, where the window came from) of the flow's model, or None when unknown."""
+    window, max_output, source = model_window_for(flow=flow)
     if not window:
         return None
     return window, effective_reserve(window, row.reserve_tokens, flow.model_name or None,
-                                     max_output_tokens=max_output)
+                                     max_output_tokens=max_output), source
 
 
 def elapsed_ms(started: float) -> int:
@@ -207,11 +213,16 @@ def event_finish(step: RunStep, *, chain: Chain, snapshot: dict[str, Any], raw_s
 
 
 def event_fail(event: SummaryEvent, reason: str) -> SummaryEvent:
-    """Close an event whose run could not save (stale base, vanished chain); its view stays as it was."""
+    """Close an event whose run could not save (stale base, vanished chain); its view stays as it was.
+    A superseded after-turn run that called no model is counted on the chain instead (`is_idle_run`)."""
     SummaryEvent.objects.filter(pk=event.pk, outcome=Outcome.RUNNING).update(
         outcome=Outcome.SKIPPED if "superseded" in reason else Outcome.FAILED, reason=reason[:2000],
         finished_at=timezone.now())
     event.refresh_from_db()
+    if is_idle_run(event):
+        with transaction.atomic():
+            if SummaryEvent.objects.filter(pk=event.pk).delete()[0]:
+                Chain.objects.filter(pk=event.chain_id).update(skipped_runs=F("skipped_runs") + 1)
     return event
 
 
@@ -237,6 +248,7 @@ def view_save(state: ChainState, *, messages: list[Message_], lineage: list[list
         events = [event_finish(s, chain=chain, snapshot=snapshot, raw_seq_to=state.raw_seq_to, view=view)
                   for s in steps]
         _close_interrupted(chain, keep={e.pk for e in events})
+        _count_idle(chain, events)
         count = chain.compactions + compacted
         hooks = [hook_after_payload(s, e) for s, e in zip(steps, events, strict=False)
                  if s.trigger in COMPACTION_TRIGGERS]
@@ -256,6 +268,19 @@ def view_create(chain: Chain, messages: list[Message_], lineage: list[list[int]]
                     byte_size=rec["byte_size"])
         for rec in records.section_records(messages, lineage)])
     return view
+
+
+def is_idle_run(event: SummaryEvent) -> bool:
+    """An after-turn run that changed nothing and called no model: counted on the chain, not kept as a row, so
+    the events timeline shows what changed (a manage-mode call and its turn used to leave two such rows)."""
+    return event.trigger == Trigger.TURN and event.outcome == Outcome.SKIPPED and not event.calls
+
+
+def _count_idle(chain: Chain, events: list[SummaryEvent]) -> None:
+    idle = [e for e in events if e.pk is not None and is_idle_run(e)]
+    if idle:
+        SummaryEvent.objects.filter(pk__in=[e.pk for e in idle]).delete()
+        Chain.objects.filter(pk=chain.pk).update(skipped_runs=F("skipped_runs") + len(idle))
 
 
 def _close_interrupted(chain: Chain, *, keep: set[int]) -> None:

@@ -16,6 +16,7 @@ from flows.models import Outcome, SummaryEvent, Trigger
 from flows.pipeline import view_records as records
 from flows.pipeline.compaction import byte_guard_due, chain_guard
 from flows.pipeline.fitting import fit_step
+from flows.pipeline.request_budget import RequestNeeds
 from flows.pipeline.runs import (
     MAX_SAVE_ATTEMPTS,
     ChainState,
@@ -61,8 +62,11 @@ def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
     return step
 
 
-def chain_summarize(*, chain_id: int, trigger: str = Trigger.TURN) -> SummaryEvent | None:
-    """Summarize the view after a turn (then fit it to the window). None when there was nothing new."""
+def chain_summarize(*, chain_id: int, trigger: str = Trigger.TURN,
+                    needs: RequestNeeds | None = None) -> SummaryEvent | None:
+    """Summarize the view after a turn (then fit it to the window). None when there was nothing new.
+
+    `needs`: the gateway request the view is prepared for (fitted to the room it leaves, `request_budget`)."""
     event = None
     for _attempt in range(MAX_SAVE_ATTEMPTS):
         state = load_state(chain_id)
@@ -78,7 +82,7 @@ def chain_summarize(*, chain_id: int, trigger: str = Trigger.TURN) -> SummaryEve
         steps = [_summarize_step(state, event)]
         view, lineage = steps[0].after, steps[0].lineage
         if steps[0].outcome != Outcome.FAILED:
-            fit = fit_step(state, view, lineage, trigger=Trigger.WINDOW, snapshot=snapshot)
+            fit = fit_step(state, view, lineage, trigger=Trigger.WINDOW, snapshot=snapshot, needs=needs)
             if fit is not None:
                 steps.append(fit)
                 if fit.outcome == Outcome.OK:

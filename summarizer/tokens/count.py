@@ -2,8 +2,8 @@
 
 A message costs its text tokens plus the chat-format overhead OpenAI documents in its cookbook (3 tokens per
 message, 1 more for a `name`), its tool calls (name + arguments) and tool_call_id; a request adds 3 tokens of
-reply priming and the JSON of its tool schemas. Counts for non-OpenAI models use the same encodings and are
-estimates (`is_estimate`).
+reply priming and its tool schemas as the provider renders them (`function_schemas`).
+Counts for non-OpenAI models use the same encodings and are estimates (`is_estimate`).
 
 Messages are immutable once stored, so counts are cached per message, keyed by (encoding, hash of the message's
 canonical JSON): counting a view again after an append only encodes the new messages.
@@ -19,9 +19,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from summarizer.tokens.encodings import MissingEncoding, ensure_offline_encodings
+from summarizer.tokens.function_schemas import FUNCTIONS_FRAMING_TOKENS, render_functions, split_tools
 
 __all__ = [
-    "count_tokens", "message_tokens", "text_tokens", "encoding_name_for", "is_estimate", "get_encoding",
+    "count_tokens", "message_tokens", "text_tokens", "tools_tokens", "schema_tokens", "encoding_name_for",
+    "is_estimate", "get_encoding",
     "TokenCounter", "TokenCache", "MissingEncoding", "normalize_model_name",
     "TOKENS_PER_MESSAGE", "TOKENS_PER_NAME", "REPLY_PRIMING_TOKENS", "IMAGE_TOKENS_HIGH", "IMAGE_TOKENS_LOW",
 ]
@@ -180,10 +182,24 @@ def text_tokens(text: str, *, model: str | None = None) -> int:
 
 
 def tools_tokens(tools: list[Any] | None, *, model: str | None = None) -> int:
-    """Tokens the tool schemas add to a request: their JSON plus a fixed framing."""
+    """Tokens the tool schemas add to a request: function schemas as the provider renders them for the model
+    (summarizer.tokens.function_schemas), any other tool as its JSON, each part with its framing."""
     if not tools:
         return 0
-    return TOOLS_FRAMING_TOKENS + text_tokens(json.dumps(tools, ensure_ascii=False, sort_keys=True), model=model)
+    functions, others = split_tools(tools)
+    total = FUNCTIONS_FRAMING_TOKENS + text_tokens(render_functions(functions), model=model) if functions else 0
+    if others:
+        total += TOOLS_FRAMING_TOKENS + text_tokens(json.dumps(others, ensure_ascii=False, sort_keys=True),
+                                                    model=model)
+    return total
+
+
+def schema_tokens(schema: Any, *, model: str | None = None) -> int:
+    """Tokens a structured-output schema (`response_format`, `text.format`) adds: its JSON, framed like tools
+    (providers put it in the system prompt; none publishes the exact rendering, so this errs high)."""
+    if not schema:
+        return 0
+    return TOOLS_FRAMING_TOKENS + text_tokens(json.dumps(schema, ensure_ascii=False, sort_keys=True), model=model)
 
 
 def count_tokens(messages: Iterable[Mapping[str, Any]], *, model: str | None = None,

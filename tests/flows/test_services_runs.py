@@ -39,7 +39,19 @@ def test_summarizing_again_without_new_messages_records_nothing(make_chain, tool
     chain_summarize(chain_id=chain.pk)
     assert chain_summarize(chain_id=chain.pk) is None
     assert ChainView.objects.filter(chain=chain).count() == 1
-    assert SummaryEvent.objects.filter(chain=chain).count() == 1
+    assert SummaryEvent.objects.filter(chain=chain).count() == 0  # the first run changed nothing: counted only
+    chain.refresh_from_db()
+    assert chain.skipped_runs == 1
+
+
+def test_a_run_that_summarizes_is_kept_as_an_event_and_idle_ones_are_only_counted(make_chain, tool_round):
+    use_summarizer(PipelineSummarizer())
+    chain = make_chain(tool_round)
+    small_budgets(chain)
+    grow(chain, range(6))
+    event = chain_summarize(chain_id=chain.pk)
+    assert event is not None and event.calls > 0
+    assert SummaryEvent.objects.filter(pk=event.pk).exists()
 
 
 def test_the_next_turn_is_summarized_on_top_of_the_previous_view(make_chain, monkeypatch):

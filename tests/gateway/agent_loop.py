@@ -48,14 +48,18 @@ def _assistant_dict(message: Any) -> dict[str, Any]:
 
 
 def run_agent(client: openai.OpenAI, *, turns: int, task: str, stream: bool = False,
-              headers: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], list[int]]:
-    """Run `turns` user requests, each answered by one tool round and a final answer; (history, chain ids)."""
+              headers: dict[str, str] | None = None, tools: list[dict[str, Any]] | None = None,
+              extra: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], list[int]]:
+    """Run `turns` user requests, each answered by one tool round and a final answer; (history, chain ids).
+
+    `tools` replaces the one-tool TOOLS; `extra` are more request fields (`max_tokens`, `response_format`)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
     chain_ids: list[int] = []
     for turn in range(turns):
         messages.append({"role": "user", "content": f"{task}: step {turn}, scan the next port range"})
         while True:
-            message, chain_id = _call(client, messages, stream=stream, headers=headers or {})
+            message, chain_id = _call(client, messages, stream=stream, headers=headers or {},
+                                      fields={"tools": tools or TOOLS, **(extra or {})})
             chain_ids.append(chain_id)
             messages.append(message)
             if not message.get("tool_calls"):
@@ -67,13 +71,13 @@ def run_agent(client: openai.OpenAI, *, turns: int, task: str, stream: bool = Fa
 
 
 def _call(client: openai.OpenAI, messages: list[dict[str, Any]], *, stream: bool,
-          headers: dict[str, str]) -> tuple[dict[str, Any], int]:
+          headers: dict[str, str], fields: dict[str, Any]) -> tuple[dict[str, Any], int]:
     if not stream:
-        raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=messages, tools=TOOLS,
-                                                                extra_headers=headers)
+        raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=messages,  # type: ignore
+                                                                extra_headers=headers, **fields)
         return _assistant_dict(raw.parse().choices[0].message), int(raw.headers["X-Chain-Id"])
-    raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=messages, tools=TOOLS, stream=True,
-                                                            extra_headers=headers)
+    raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=messages,  # type: ignore
+                                                            stream=True, extra_headers=headers, **fields)
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     for chunk in raw.parse():

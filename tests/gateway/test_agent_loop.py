@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import openai
@@ -79,6 +80,11 @@ def test_a_developer_message_mid_conversation_is_kept_and_reaches_the_model(gate
     sent = gateway.upstream.requests[-1]["body"]["messages"]
     assert "Report in JSON from now on." in json.dumps(sent)  # as user text: the view merges it with "go on"
     assert all("original_role" not in m for m in sent)
-    stored = gateway.chain(int(raw.headers["X-Chain-Id"]))["raw"]
+    chain_id = int(raw.headers["X-Chain-Id"])
+    stored = gateway.chain(chain_id)["raw"]
+    deadline = time.monotonic() + 30
+    while len(stored) < 6 and time.monotonic() < deadline:  # the answer is appended just after the response
+        time.sleep(0.05)
+        stored = gateway.chain(chain_id)["raw"]
     assert [m["role"] for m in stored] == ["system", "user", "assistant", "user", "user", "assistant"]
     assert stored[3]["original_role"] == "developer"

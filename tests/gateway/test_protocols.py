@@ -22,7 +22,11 @@ def test_chat_reports_the_tool_schemas_and_the_reserved_output_as_extra_tokens()
     assert bare == ExtraTokens(tools=0, reserve=None)
     assert tooled.tools > 10 and tooled.reserve == 700
     assert CHAT.extra_tokens(CHAT.parse(_chat(max_tokens=300), {}, "")).reserve == 300
-    assert CHAT.extra_tokens(CHAT.parse(_chat(max_tokens=True), {}, "")).reserve is None
+    with pytest.raises(GatewayError) as refused:  # a cap the provider would refuse is ours to refuse first
+        CHAT.parse(_chat(max_tokens=True), {}, "")
+    assert refused.value.status == 400 and "max_tokens" in refused.value.message
+    schema = {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"}}}
+    assert CHAT.extra_tokens(CHAT.parse(_chat(response_format=schema), {}, "")).schema > 0
 
 
 def test_chat_observe_sends_the_agents_bytes_and_only_splices_a_changed_model() -> None:

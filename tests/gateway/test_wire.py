@@ -26,6 +26,7 @@ def test_it_keeps_the_raw_body_and_passes_unknown_fields_through() -> None:
     (b"\xff", "invalid_json"), (b"1", "invalid_json"), (_body(model=""), "invalid_model"),
     (_body(messages="hi"), "invalid_messages"), (_body(stream="yes"), "invalid_stream"),
     (_body(stream_options=3), "invalid_stream_options"), (_body(messages=[3]), "invalid_message"),
+    (b"[" * 5000 + b"]" * 5000, "invalid_json"), (b'{"model": "m", "n": ' + b"9" * 5000 + b"}", "invalid_json"),
 ])
 def test_malformed_bodies_are_400_with_a_code(raw: bytes, code: str) -> None:
     with pytest.raises(GatewayError) as caught:

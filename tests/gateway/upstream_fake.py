@@ -80,6 +80,19 @@ class FakeUpstream:
         handler.end_headers()
         handler.wfile.write(body)
 
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """The prompt as this provider counts it: the messages only (see CountingUpstream for the rest)."""
+        return count_tokens(body["messages"], model="gpt-4o")
+
+    def refusal(self, body: dict[str, Any], tokens: int) -> str:
+        """Why the request exceeds the window ("" when it fits)."""
+        return "overflow" if tokens > self.window_tokens else ""
+
+    def overflow_message(self, body: dict[str, Any], tokens: int) -> str:
+        return (f"This model's maximum context length is {self.window_tokens} tokens. However, your messages "
+                f"resulted in {max(tokens, self.window_tokens + 1)} tokens. Please reduce the length of the "
+                "messages.")
+
     def _chat(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
         body = json.loads(raw)
         if "tools" not in body:  # the product's own summarizer calls (the same endpoint writes summaries)
@@ -110,13 +123,12 @@ class FakeUpstream:
         if fault == "drop":
             handler.connection.shutdown(socket.SHUT_RDWR)
             return
-        tokens = count_tokens(body["messages"], model="gpt-4o")
-        if tokens > self.window_tokens or fault == "overflow":
-            return self._send(handler, 400, {"error": {
-                "message": f"This model's maximum context length is {self.window_tokens} tokens. However, your "
-                           f"messages resulted in {max(tokens, self.window_tokens + 1)} tokens. Please reduce the "
-                           "length of the messages.", "type": "invalid_request_error",
-                "code": "context_length_exceeded"}})
+        tokens = self.prompt_tokens(body)
+        refusal = self.refusal(body, tokens) or ("overflow" if fault == "overflow" else "")
+        if refusal:
+            return self._send(handler, 400, {"error": {"message": self.overflow_message(body, tokens),
+                                                       "type": "invalid_request_error",
+                                                       "code": "context_length_exceeded"}})
         message = answer_for(body["messages"], turn)
         if fault == "same_call":  # an agent stuck in a loop: the one call it already made, asked for again
             message = {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{turn}", "type": "function",

@@ -7,7 +7,7 @@ PUBLIC_NAMES = {
     "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "SUMMARIZATION_TOOL", "SUMMARY_PREFIX",
     "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch", "split_turns",
     "extractive_summarize", "make_extractive", "import_chain", "export_chain", "detect_format", "FormatError",
-    "count_tokens", "message_tokens", "MissingEncoding",
+    "count_tokens", "message_tokens", "MissingEncoding", "text_tokens", "tools_tokens", "schema_tokens",
     "FORMATS", "content_text", "message_size", "chain_bytes", "detect_id_template", "extract_identifiers",
     "missing_identifiers", "extract_findings", "is_estimate", "ModelInfo", "lookup_model", "window_from_models_payload",
     "fit_to_window", "FitResult", "compact_now", "overflow_compactor", "ContextTooLarge", "CompactionFailed",

@@ -31,6 +31,7 @@ class ExtraTokens:
 
     tools: int = 0
     reserve: int | None = None
+    schema: int = 0  # a structured-output schema (Chat's `response_format`, Responses' `text.format`)
 
 
 def tools_and_reserve(tools: Any, reserve: Any, *, model: str | None) -> ExtraTokens:
@@ -80,6 +81,7 @@ class Protocol(ABC):
 
     name: str  # "chat", "anthropic": shown in records and errors
     provider_kind: str  # the ProviderKind its requests go to
+    output_fields: tuple[str, ...] = ("max_tokens",)  # where the request caps its output: clamped by the fit
 
     @abstractmethod
     def api_key(self, headers: Mapping[str, str]) -> str | None:
@@ -136,8 +138,9 @@ class Protocol(ABC):
         """The event that tells the agent its stream broke."""
 
     def upstream_body(self, request: WireRequest, model: str, messages: list[Msg] | None, *,
-                      manage: bool = False) -> bytes:
-        """Bytes to send: the agent's own body when `messages` is None (observe), else the body rebuilt."""
+                      manage: bool = False, max_output: int | None = None) -> bytes:
+        """Bytes to send: the agent's own body when `messages` is None (observe), else the body rebuilt, with
+        every output cap it carries (`output_fields`) set to `max_output` when the fit clamped it."""
         if messages is None and model == request.model:
             return request.raw
         if messages is None:  # observe, with our provider prefix taken off the model: splice, don't re-serialize
@@ -145,4 +148,7 @@ class Protocol(ABC):
             if spliced is not None:
                 return spliced
             return json.dumps({**request.body, "model": model}, ensure_ascii=False).encode("utf-8")
-        return json.dumps(self.rebuilt(request, model, messages, manage=manage), ensure_ascii=False).encode("utf-8")
+        body = self.rebuilt(request, model, messages, manage=manage)
+        if max_output is not None:
+            body.update({f: max_output for f in self.output_fields if body.get(f) is not None})
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")

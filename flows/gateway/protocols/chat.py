@@ -8,26 +8,14 @@ from typing import Any
 
 from flows.engine import validate_messages
 from flows.gateway import upstream
-from flows.gateway.protocols.base import ExtraTokens, Msg, Protocol, StreamReader, StreamResult, tools_and_reserve
+from flows.gateway.protocols.base import ExtraTokens, Msg, Protocol, StreamReader, StreamResult
+from flows.gateway.request_needs import OUTPUT_FIELDS, chat_needs, check_chat_fields
 from flows.gateway.sse import Assembler, EventSplitter, event_data
 from flows.gateway.wire import GatewayError, WireRequest, error_body, parse_chat_request, storable, wire_message
 from flows.ingest import bearer_value
 from flows.models import ProviderConfig, ProviderKind
 
 __all__ = ["ChatProtocol", "CHAT"]
-
-
-def _anthropic_shaped(tools: Any) -> list[Any]:
-    """Chat function tools in the shape `tools_and_reserve` counts; other tools as they are."""
-    out: list[Any] = []
-    for tool in tools if isinstance(tools, list) else []:
-        fn = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(fn, dict):
-            out.append({**{k: fn[k] for k in ("name", "description") if k in fn},
-                        "input_schema": fn.get("parameters")})
-        else:
-            out.append(tool)
-    return out
 
 
 class _ChatStream(StreamReader):
@@ -57,17 +45,20 @@ class _ChatStream(StreamReader):
 class ChatProtocol(Protocol):
     name = "chat"
     provider_kind: str = str(ProviderKind.OPENAI)
+    output_fields = OUTPUT_FIELDS
 
     def api_key(self, headers: Mapping[str, str]) -> str | None:
         return bearer_value(headers.get("Authorization", ""))
 
     def parse(self, raw: bytes, headers: Mapping[str, str], query: str) -> WireRequest:
-        return parse_chat_request(raw)
+        request = parse_chat_request(raw)
+        check_chat_fields(request.body)  # the fields the fit reads: a 400 before anything is written
+        return request
 
     def extra_tokens(self, request: WireRequest) -> ExtraTokens:
-        body = request.body
-        reserve = body.get("max_completion_tokens", body.get("max_tokens"))
-        return tools_and_reserve(_anthropic_shaped(body.get("tools")), reserve, model=request.model or None)
+        """Tools as OpenAI renders them, `response_format`, `max_completion_tokens` else `max_tokens`."""
+        needs = chat_needs(request.body, request.model)
+        return ExtraTokens(tools=needs.tools, reserve=needs.max_output, schema=needs.schema)
 
     def error_body(self, exc: GatewayError) -> bytes:
         return exc.payload()

@@ -143,6 +143,7 @@ def _kind(event: Any) -> str:
 
 class ResponsesProtocol(Protocol):
     name = "responses"
+    output_fields = ("max_output_tokens",)
     provider_kind: str = str(ProviderKind.OPENAI)
 
     def api_key(self, headers: Mapping[str, str]) -> str | None:
@@ -180,12 +181,18 @@ class ResponsesProtocol(Protocol):
         return body
 
     def upstream_body(self, request: WireRequest, model: str, messages: list[Msg] | None, *,
-                      manage: bool = False) -> bytes:
+                      manage: bool = False, max_output: int | None = None) -> bytes:
         """Observe mode continuing a stored conversation: the agent's bytes with the upstream's id of it when
-        the upstream kept it, else the whole conversation (the upstream holds nothing to continue)."""
+        the upstream kept it, else the whole conversation (the upstream holds nothing to continue). A fitted
+        view carries the max output the fit clamped (`max_output`)."""
         call = _call(request)
         if messages is not None or call.previous is None:
-            return upstream_json(_wire(call), model, messages)
+            built = upstream_json(_wire(call), model, messages)
+            if max_output is None or messages is None:
+                return built
+            body = json.loads(built)
+            body.update({f: max_output for f in self.output_fields if body.get(f) is not None})
+            return json.dumps(body, ensure_ascii=False).encode("utf-8")
         row = call.previous.row
         raw = with_previous(request.raw, row.upstream_id) if row.upstream_stored and row.upstream_id else None
         if raw is not None and model != request.body["model"]:
