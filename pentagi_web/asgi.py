@@ -17,6 +17,7 @@ from flows.gateway import GatewayHandler, by_path  # noqa: E402
 from flows.live import SameOriginValidator, websocket_urlpatterns  # noqa: E402
 from pentagi_web import daphne_limits  # noqa: E402
 from pentagi_web.body_limits import BodyLimit  # noqa: E402
+from pentagi_web.request_ids import RequestIds  # noqa: E402
 
 daphne_limits.install()  # bodies refused before Twisted buffers them (see pentagi_web/body_limits.py)
 
@@ -24,7 +25,7 @@ application = ProtocolTypeRouter(
     {
         # The OpenAI-compatible gateway skips the page middleware (see flows/gateway/asgi.py).
         # Bodies over their route's limit are refused before they are read (pentagi_web/body_limits.py).
-        "http": BodyLimit(by_path(django_asgi_app, GatewayHandler())),
+        "http": RequestIds(BodyLimit(by_path(django_asgi_app, GatewayHandler()))),
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -10,12 +10,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from flows.core import JsonBodyError, json_body, plain_text_problem
 from flows.gateway.prefixes import HistoryMemo
 
 __all__ = ["MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "ChatRequest", "parse_chat_request", "error_body",
            "storable", "wire_message", "with_model"]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_MODEL_CHARS = 200  # GatewayCall.model
+_JSON_CODES = {"too_deep": "invalid_json", "invalid_text": "invalid_text"}
 _HISTORIES = HistoryMemo()  # a resend converts and hashes only the messages it adds
 _KEEP_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning")
 INSTRUCTION_ROLES = ("system", "developer")
@@ -110,14 +113,17 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     if len(raw) > MAX_BODY_BYTES:
         raise GatewayError(413, f"request body over {MAX_BODY_BYTES} bytes", code="request_too_large")
     try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GatewayError(400, f"the body is not valid JSON: {exc}", code="invalid_json") from None
+        body = json_body(raw)  # huge integers, deep nesting and lone surrogates too: a 400, never a 500
+    except JsonBodyError as exc:
+        raise GatewayError(400, str(exc), code=_JSON_CODES.get(exc.code, "invalid_json")) from None
     if not isinstance(body, dict):
         raise GatewayError(400, "the body must be a JSON object", code="invalid_json")
     model, messages, stream = body.get("model"), body.get("messages"), body.get("stream", False)
     if not isinstance(model, str) or not model.strip():
         raise GatewayError(400, "'model' must be a non-empty string", code="invalid_model")
+    if plain_text_problem(model) or len(model.strip()) > MAX_MODEL_CHARS:  # it is stored in an indexed column
+        raise GatewayError(400, f"'model' {plain_text_problem(model) or f'is over {MAX_MODEL_CHARS} characters'}",
+                           code="invalid_model")
     if not isinstance(messages, list) or not messages:
         raise GatewayError(400, "'messages' must be a non-empty list", code="invalid_messages")
     if not isinstance(stream, bool):

@@ -136,8 +136,8 @@ def send_head(port: int, method: str, path: str, headers: dict[str, str]) -> soc
     return sock
 
 
-def post(base: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-    request = urllib.request.Request(base + path, data=body, method="POST", headers=headers)
+def post(base: str, path: str, body: bytes, headers: dict[str, str], method: str = "POST") -> tuple[int, bytes]:
+    request = urllib.request.Request(base + path, data=body, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, response.read()
