@@ -54,6 +54,8 @@ from flows.core.text_input import (
     json_body,
     lone_surrogate_path,
     plain_text_problem,
+    storable_json,
+    storable_text,
 )
 
 __all__ = [
@@ -65,5 +67,5 @@ __all__ = [
     "instructions_problem", "json_body", "local_url", "lone_surrogate_path", "model_help", "parse_id",
     "plain_text_problem",
     "publishing_in_background", "relay_connect", "relay_current", "relay_install", "server_publish", "server_secret",
-    "server_unpublish",
+    "server_unpublish", "storable_json", "storable_text",
 ]

@@ -21,7 +21,9 @@ from typing import Any
 from flows.engine import MAX_INSTRUCTION_CHARS
 
 __all__ = ["MAX_INSTRUCTIONS_CHARS", "MAX_JSON_DEPTH", "JsonBodyError", "json_body", "json_depth_over",
-           "lone_surrogate_path", "plain_text_problem", "instructions_problem"]
+           "lone_surrogate_path", "plain_text_problem", "instructions_problem", "storable_json", "storable_text"]
+
+REPLACEMENT = "\ufffd"
 
 # One cap for the API, the chain page's form and the compaction prompt (compaction.md §5).
 MAX_INSTRUCTIONS_CHARS = MAX_INSTRUCTION_CHARS
@@ -98,6 +100,28 @@ def lone_surrogate_path(value: Any, root: str = "") -> str | None:
         elif isinstance(item, list):
             stack.extend((_child_path(path, i), child) for i, child in enumerate(item))
     return None
+
+
+def storable_text(text: str) -> str:
+    """`text` with what no database column can hold (NUL, lone surrogates) replaced by U+FFFD.
+
+    For text we write but did not receive as input (summaries, reasons, memory notes, upstream errors): what an
+    agent sends is refused with a 400 instead, what the pipeline derives from it must never fail to save.
+    """
+    if "\x00" not in text and not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(REPLACEMENT, text.replace("\x00", REPLACEMENT))
+
+
+def storable_json(value: Any) -> Any:
+    """`value` with storable_text applied to every string and key (jsonb refuses \\u0000 and lone surrogates)."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, list):
+        return [storable_json(v) for v in value]
+    if isinstance(value, dict):
+        return {storable_text(k) if isinstance(k, str) else k: storable_json(v) for k, v in value.items()}
+    return value
 
 
 def plain_text_problem(text: str) -> str | None:

@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from flows.models.fields import NulSafeJSONDecoder, NulSafeJSONEncoder
+from flows.models.fields import NulSafeJSONDecoder, NulSafeJSONEncoder, storable_json_field, storable_text_field
 
 # Agent text may contain NUL characters, which PostgreSQL's jsonb refuses: store them escaped (see fields.py).
 SAFE_JSON = {"encoder": NulSafeJSONEncoder, "decoder": NulSafeJSONDecoder}
@@ -203,9 +203,9 @@ class ViewSection(models.Model):
 
     view = models.ForeignKey(ChainView, on_delete=models.CASCADE, related_name="sections")
     index = models.IntegerField()
-    header = models.JSONField(default=dict, help_text="{'system_bytes', 'human_bytes', 'human_preview'}",
+    header = storable_json_field(default=dict, help_text="{'system_bytes', 'human_bytes', 'human_preview'}",
                               **SAFE_JSON)
-    pairs = models.JSONField(default=list, help_text="[{'kind', 'size', 'summary', 'raw_seqs'}]")
+    pairs = storable_json_field(default=list, help_text="[{'kind', 'size', 'summary', 'raw_seqs'}]")
     byte_size = models.IntegerField(default=0)
 
     class Meta:
@@ -242,7 +242,7 @@ class SummaryEvent(models.Model):
     chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="events")
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.RUNNING)
-    reason = models.TextField(blank=True, default="")
+    reason = storable_text_field(blank=True, default="")
     instructions = models.TextField(blank=True, default="", help_text="focus instructions of a manual compaction")
     bytes_before = models.IntegerField(default=0)
     bytes_after = models.IntegerField(default=0)
@@ -252,7 +252,7 @@ class SummaryEvent(models.Model):
     model = models.CharField(max_length=200, blank=True, default="")
     duration_ms = models.IntegerField(default=0)
     covered = models.JSONField(default=list, help_text="raw seq ranges [[from, to], ...] the summaries replace")
-    summary_text = models.TextField(blank=True, default="")
+    summary_text = storable_text_field(blank=True, default="")
     settings_snapshot = models.JSONField(default=dict)
     view = models.ForeignKey(ChainView, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
     raw_seq_to = models.IntegerField(default=0, help_text="newest raw seq the event worked on")
@@ -272,7 +272,7 @@ class MemoryNote(models.Model):
     chain = models.ForeignKey(Chain, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes")
     event = models.ForeignKey(SummaryEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes")
     kind = models.CharField(max_length=32, default="identifier", help_text="identifier, credential, host, decision")
-    text = models.TextField()
+    text = storable_text_field()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 
 from flows.models.chains import SAFE_JSON, Chain
+from flows.models.fields import storable_text_field
 
 
 class GatewayMode(models.TextChoices):
@@ -54,7 +55,7 @@ class GatewayCall(models.Model):
     summarize_ms = models.IntegerField(default=0, help_text="of latency_ms: summarizing and fitting the view on the "
                                                             "request path (manage mode, overflow retries)")
     first_byte_ms = models.IntegerField(null=True, blank=True)
-    error = models.TextField(blank=True, default="")
+    error = storable_text_field(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
