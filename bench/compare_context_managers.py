@@ -35,6 +35,7 @@ from context_managers import (  # noqa: E402
     LangMemSummarization,
     Manager,
     Ours,
+    OursWindow,
     Truncation,
     budget_tokens,
     normalized,
@@ -57,6 +58,9 @@ DEFAULT_WINDOW_TOKENS = 16_384
 MANAGERS: dict[str, Callable[[int], Manager]] = {
     "ours-agent": lambda w: Ours(w, "agent"),
     "ours-assistant": lambda w: Ours(w, "assistant"),
+    "ours-agent-window": lambda w: OursWindow(w, "agent"),
+    "ours-agent-window-4k": lambda w: OursWindow(w, "agent", input_tokens=4000),
+    "ours-assistant-window": lambda w: OursWindow(w, "assistant"),
     "langchain": LangChainSummarization,
     "langmem": LangMemSummarization,
     "truncation": Truncation,

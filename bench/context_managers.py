@@ -21,14 +21,16 @@ from typing import Any
 from summarizer import (
     ContextTooLarge,
     SummarizerConfig,
+    WindowTarget,
     count_tokens,
     fit_to_window,
     make_extractive,
     split_turns,
     summarize_chain,
+    summarize_chain_for_window,
 )
 
-__all__ = ["StubModel", "Manager", "Ours", "LangChainSummarization", "LangMemSummarization", "Truncation",
+__all__ = ["StubModel", "Manager", "Ours", "OursWindow", "LangChainSummarization", "LangMemSummarization", "Truncation",
            "budget_tokens", "split_turns", "normalized", "RESERVE_SHARE", "STUB_SUMMARY_BYTES", "STUB_SUMMARY_TOKENS"]
 
 Message = dict[str, Any]
@@ -83,7 +85,9 @@ class Ours(Manager):
         self.errors = 0
 
     def turn(self, new: list[Message]) -> None:
-        result = summarize_chain(self._view + new, self.config, self.model)
+        self._finish(summarize_chain(self._view + new, self.config, self.model))
+
+    def _finish(self, result: Any) -> None:
         if result.error:
             self.errors += 1  # PentAGI semantics: the chain stays as it was, nothing lost
         try:
@@ -98,6 +102,21 @@ class Ours(Manager):
 
     def view(self) -> list[Message]:
         return self._view
+
+
+class OursWindow(Ours):
+    """The window-aware strategy of a profile (summarize_chain_for_window), then fit_to_window."""
+
+    def __init__(self, window_tokens: int, profile: str, *, trigger_percent: int = 100, margin_percent: int = 50,
+                 input_tokens: int = 0) -> None:
+        super().__init__(window_tokens, profile)
+        self.name = f"ours ({profile}, window{f', input ≤ {input_tokens:,} tokens' if input_tokens else ''})"
+        self.target = WindowTarget(window_tokens, window_tokens - self.budget, trigger_percent, margin_percent,
+                                   input_tokens=input_tokens)
+
+    def turn(self, new: list[Message]) -> None:
+        result = summarize_chain_for_window(self._view + new, self.config, self.model, target=self.target)
+        self._finish(result)
 
 
 class Truncation(Manager):

@@ -34,7 +34,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from compare_context_managers import view_text  # noqa: E402
-from context_managers import LangChainSummarization, LangMemSummarization, Manager, Ours, normalized, split_turns  # noqa: E402
+from context_managers import (  # noqa: E402
+    LangChainSummarization,
+    LangMemSummarization,
+    Manager,
+    Ours,
+    OursWindow,
+    normalized,
+    split_turns,
+)
 
 from summarizer import count_tokens  # noqa: E402
 
@@ -44,7 +52,9 @@ Message = dict[str, Any]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus"
 PROBES_DIR = ROOT / "bench" / "probes"
 DEFAULT_WINDOW_TOKENS = 8192
-MANAGERS = {"ours-agent": lambda w: Ours(w, "agent"), "langchain": LangChainSummarization,
+MANAGERS = {"ours-agent": lambda w: Ours(w, "agent"), "ours-agent-window": lambda w: OursWindow(w, "agent"),
+            "ours-agent-window-4k": lambda w: OursWindow(w, "agent", input_tokens=4000),
+            "langchain": LangChainSummarization,
             "langmem": LangMemSummarization}
 _ID_LINE_PREFIXES = ("Identifiers:", "- identifiers:", "- also in tool output:")
 
@@ -62,7 +72,10 @@ class ProbeRow:
     repeated: int = 0
     turn_seconds: list[float] = field(default_factory=list)
     call_seconds: list[float] = field(default_factory=list)
+    calls: int = 0
+    input_bytes: int = 0
     error: str = ""
+    held_back: bool = False
 
     @property
     def compression(self) -> float:
@@ -120,9 +133,10 @@ class _TimedModel:
             self.seconds.append(time.perf_counter() - began)
 
 
-def probe_file(transcript: Path, facts: list[dict[str, Any]], key: str, window_tokens: int) -> ProbeRow:
+def probe_file(transcript: Path, facts: list[dict[str, Any]], key: str, window_tokens: int,
+               held_back: bool = False) -> ProbeRow:
     raw: list[Message] = json.loads(transcript.read_text(encoding="utf-8"))["messages"]
-    row = ProbeRow(transcript.stem, key, facts=len(facts), raw_tokens=count_tokens(raw))
+    row = ProbeRow(transcript.stem, key, facts=len(facts), raw_tokens=count_tokens(raw), held_back=held_back)
     try:
         manager: Manager = MANAGERS[key](window_tokens)
     except ImportError as exc:
@@ -142,6 +156,7 @@ def probe_file(transcript: Path, facts: list[dict[str, Any]], key: str, window_t
     row.missed = facts_kept(facts, view)
     row.kept = row.facts - len(row.missed)
     row.view_tokens = count_tokens(view)
+    row.calls, row.input_bytes = manager.model.calls, manager.model.input_bytes
     summaries = _summaries(raw, view)
     row.id_share, row.repeated = identifier_share(summaries), repeated_headings(summaries)
     return row
@@ -166,31 +181,43 @@ def _print(rows: list[ProbeRow]) -> None:
             print(f"| {r.file} | {r.manager} | {r.error} |||||||")
             continue
         note = f" ({r.error})" if r.error else ""
-        print(f"| {r.file} | {r.manager}{note} | {r.kept}/{r.facts} | {r.compression:.1f}× | {r.id_share:.0%} "
+        held = " (held back)" if r.held_back else ""
+        print(f"| {r.file}{held} | {r.manager}{note} | {r.kept}/{r.facts} | {r.compression:.1f}× | {r.id_share:.0%} "
               f"| {r.repeated} | {_ms(r.turn_seconds)} | {_ms(r.call_seconds)} | {'; '.join(r.missed)} |")
     print("\n| manager | files | facts kept | compression (pooled tokens) | identifier share (mean) "
-          "| repeated headings | p95 ms per turn | p95 ms per summary call |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| repeated headings | p95 ms per turn | p95 ms per summary call | summarize calls | input KiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in dict.fromkeys(r.manager for r in rows):
         mine = [r for r in rows if r.manager == name and r.turn_seconds]
         if not mine:
             print(f"| {name} | 0 | {next(r.error for r in rows if r.manager == name)} ||||||")
             continue
-        facts, kept = sum(r.facts for r in mine), sum(r.kept for r in mine)
-        pooled = sum(r.raw_tokens for r in mine) / max(sum(r.view_tokens for r in mine), 1)
-        share = statistics.mean(r.id_share for r in mine)
-        turns = [s for r in mine for s in r.turn_seconds]
-        calls = [s for r in mine for s in r.call_seconds]
-        print(f"| {name} | {len(mine)} | {kept}/{facts} ({kept / facts:.0%}) | {pooled:.1f}× | {share:.0%} "
-              f"| {sum(r.repeated for r in mine)} | {_ms(turns)} | {_ms(calls)} |")
+        _print_total(name, "all", mine)
+        for label, held in (("tuned on", False), ("held back", True)):
+            part = [r for r in mine if r.held_back is held]
+            if part and len(part) < len(mine):
+                _print_total(name, label, part)
 
 
-def _probes(directory: Path, wanted: set[str]) -> list[tuple[str, list[dict[str, Any]]]]:
+def _print_total(name: str, label: str, mine: list[ProbeRow]) -> None:
+    """One total row; held-back files (never used while tuning) get their own, the honest figure."""
+    facts, kept = sum(r.facts for r in mine), sum(r.kept for r in mine)
+    pooled = sum(r.raw_tokens for r in mine) / max(sum(r.view_tokens for r in mine), 1)
+    share = statistics.mean(r.id_share for r in mine)
+    turns = [s for r in mine for s in r.turn_seconds]
+    calls = [s for r in mine for s in r.call_seconds]
+    print(f"| {name} ({label}) | {len(mine)} | {kept}/{facts} ({kept / max(facts, 1):.0%}) | {pooled:.1f}× "
+          f"| {share:.0%} | {sum(r.repeated for r in mine)} | {_ms(turns)} | {_ms(calls)} "
+          f"| {sum(r.calls for r in mine)} | {sum(r.input_bytes for r in mine) / 1024:,.0f} |")
+
+
+def _probes(directory: Path, wanted: set[str]) -> list[tuple[str, list[dict[str, Any]], bool]]:
+    """(corpus file, facts, held back) per fact list; `"held_back": true` marks a file kept out of tuning."""
     out = []
     for path in sorted(directory.glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))
         if not wanted or Path(doc["file"]).stem in wanted:
-            out.append((doc["file"], doc["facts"]))
+            out.append((doc["file"], doc["facts"], bool(doc.get("held_back"))))
     return out
 
 
@@ -206,16 +233,16 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [k for k in keys if k not in MANAGERS]
     if unknown:
         parser.error(f"unknown managers {unknown}")
-    probes = [(args.corpus_dir / name, facts) for name, facts in _probes(args.probes_dir, set(filter(None,
-              args.files.split(","))))]
-    probes = [(path, facts) for path, facts in probes if path.is_file()]
+    probes = [(args.corpus_dir / name, facts, held) for name, facts, held in _probes(args.probes_dir, set(filter(
+              None, args.files.split(","))))]
+    probes = [(path, facts, held) for path, facts, held in probes if path.is_file()]
     if not probes or not keys:
         print(f"nothing to compare: no corpus file in {args.corpus_dir} has a fact list in {args.probes_dir}",
               file=sys.stderr)
         return 1
     print(f"## Probe facts after a turn-by-turn replay (window {args.window:,} tokens; stub model: extractive "
-          f"summarizer; {sum(len(f) for _, f in probes)} facts in {len(probes)} files)\n")
-    rows = [probe_file(path, facts, key, args.window) for path, facts in probes for key in keys]
+          f"summarizer; {sum(len(f) for _, f, _ in probes)} facts in {len(probes)} files)\n")
+    rows = [probe_file(path, facts, key, args.window, held) for path, facts, held in probes for key in keys]
     _print(rows)
     ran = {r.manager for r in rows if r.turn_seconds}
     if not ran:

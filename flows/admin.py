@@ -147,6 +147,8 @@ class SummarizerSettingsAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["profile", "flow"]}),
         ("PentAGI chain summarizer (bytes)", {"fields": [f.name for f in SETTINGS_FIELDS if f.group == "summarizer"]}),
+        ("When to summarize: PentAGI's byte budgets or the model's window",
+         {"fields": [f.name for f in SETTINGS_FIELDS if f.group == "strategy"]}),
         ("Compaction: fitting the model's window (tokens)",
          {"fields": [f.name for f in SETTINGS_FIELDS if f.group == "compaction"]}),
     ]

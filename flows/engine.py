@@ -10,6 +10,7 @@ from summarizer import (
     COMPACTION_SYSTEM_PROMPT,
     FORMATS,
     MAX_INSTRUCTION_CHARS,
+    STRATEGIES,
     SUMMARIZER_SETTINGS,
     SUMMARY_SYSTEM_PROMPT,
     ChainError,
@@ -22,6 +23,7 @@ from summarizer import (
     SettingSpec,
     SummarizerConfig,
     SummaryCache,
+    WindowTarget,
     anthropic_response_content,
     anthropic_response_message,
     anthropic_to_messages,
@@ -58,7 +60,9 @@ from summarizer import (
     request_tokens,
     responses_output_messages,
     responses_to_messages,
+    retention_of,
     summarize_chain,
+    summarize_chain_for_window,
     validate_messages,
     window_check,
     window_from_models_payload,
@@ -72,9 +76,13 @@ __all__ = [
     "ChainError", "parse_chain",
     # summarization (PentAGI) and window fit / compaction (OpenClaw-style)
     "SummarizerConfig", "summarize_chain", "fit_to_window", "compact_now", "ContextTooLarge", "effective_reserve",
+    # the window-aware strategy (the passes only when the view would not fit the window's margin)
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
     "MAX_INSTRUCTION_CHARS",
     # summarize callables: the offline summarizer, caching and input caps
     "make_extractive", "SummaryCache", "cap_input", "with_ledger",
+    # what a compaction kept of the replaced messages' findings and identifiers (the events' retention score)
+    "retention_of",
     # provider errors the engine understands
     "RetryableProviderError", "is_context_overflow_error", "observed_token_count", "observed_context_limit",
     # per-request pruning of old tool results (the gateway)

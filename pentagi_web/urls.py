@@ -1,7 +1,7 @@
 """Project URL routes: admin, login/logout, and the flows app (API + pages)."""
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from pentagi_web.login_throttle import ThrottledLoginView
@@ -12,6 +12,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The gateway with the agent run's session in the base URL (flows/gateway/sessions.py reads it from the
+    # path); listed before /v1/ so that reversing a gateway route names /v1/.
+    re_path(r"^s/[^/]*/v1/", include("flows.gateway.urls")),
     path("v1/", include("flows.gateway.urls")),  # the OpenAI-compatible gateway
     path("", include("flows.urls")),
 ]

@@ -6,6 +6,7 @@ This module is the only public door (its names are pinned by tests/summarizer/te
 each folder's `__init__` says what the folder owns:
     chain/        canonical messages and PentAGI's chain AST: validate, size, parse, repair, edit
     passes/       PentAGI's summarization passes A, B and C, their prompts and shapes, the entry points
+    strategy/     the window-aware strategy: the passes only when the model's window needs them
     settings/     the setting declarations and SummarizerConfig with PentAGI's profiles
     compact/      fitting a view into the model's window: plan, window cut, truncation, pruning, checkpoints
     recovery/     a failed provider call: context overflow recognised and recovered from, retry and fallback
@@ -56,6 +57,7 @@ from summarizer.compact.prune import PruneSettings, prune_view
 from summarizer.compact.validate_view import InvalidView, assert_valid_view
 from summarizer.extractive.briefing import extractive_summarize, make_extractive
 from summarizer.extractive.ledger import with_ledger
+from summarizer.extractive.retention import Retention, retention_of
 from summarizer.formats.anthropic import (
     anthropic_response_content,
     anthropic_response_message,
@@ -84,6 +86,7 @@ from summarizer.recovery.overflow import (
 )
 from summarizer.settings.config import SummarizerConfig
 from summarizer.settings.spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
+from summarizer.strategy.window import STRATEGIES, WindowTarget, summarize_chain_for_window
 from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
 from summarizer.tokens.count import MissingEncoding, count_tokens, is_estimate, message_tokens
 
@@ -93,6 +96,8 @@ __all__ = [
     "validate_messages", "check_invariants", "summarize_chain", "asummarize_chain", "SummarizeResult",
     "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "SUMMARIZATION_TOOL", "SUMMARY_PREFIX",
     "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch", "split_turns",
+    # the window-aware strategy: PentAGI's passes only when the view would not fit the window's margin
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
     # the offline summarizer and the transcript formats
     "extractive_summarize", "make_extractive", "import_chain", "export_chain", "detect_format", "FormatError",
     "FORMATS",
@@ -116,6 +121,8 @@ __all__ = [
     "registered_compaction_providers", "window_check", "MAX_INSTRUCTION_CHARS",
     # the deterministic ledger of audited findings appended to every model-written summary
     "with_ledger", "is_case_insensitive_id",
+    # the retention score of a compaction: the replaced messages' findings and identifiers the view still holds
+    "retention_of", "Retention",
     # settings: one declaration per setting, one boolean parser (Go's strconv.ParseBool set)
     "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
     # the system prompts every summary request is sent with (one text per purpose, for the app and the CLI)

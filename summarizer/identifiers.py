@@ -11,7 +11,8 @@ import functools
 import re
 from dataclasses import dataclass
 
-__all__ = ["extract_identifiers", "missing_identifiers", "extract_findings", "Finding", "is_case_insensitive_id"]
+__all__ = ["extract_identifiers", "missing_identifiers", "extract_findings", "Finding", "is_case_insensitive_id",
+           "extract_names"]
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
@@ -134,6 +135,13 @@ _FINDING_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # kerbrute: "[+] VALID LOGIN:  user@domain:password" / "[+] VALID USERNAME:  user@domain"
     ("credential", re.compile(r"VALID LOGIN:\s+(?P<value>\S+:\S+)", re.IGNORECASE)),
     ("user", re.compile(r"VALID USERNAME:\s+(?P<value>\S+)", re.IGNORECASE)),
+    # an announced crack or a stated pair: "Password cracked: jorah:fr3edom", "credentials: corp\\bob:S3cret!"
+    ("credential", re.compile(
+        r"(?i:\bcracked|\bcred(?:ential)?s?|\bfound|\bvalid|\bworking|\bpwned|\bcompromised)\b[^:\n]{0,40}?[:=]\s*"
+        r"[`'\"*]*(?P<value>(?:[\w.-]+\\)?[\w.@$-]+:[^\s`'\"*,;]+)")),
+    # "DOMAIN\\user:pass" anywhere on a line that also says it worked: "[+] ... (Pwn3d!)", "success", "valid"
+    ("credential", re.compile(r"(?<![\w\\])(?P<value>[A-Za-z][\w.-]*\\[\w.$-]+:[^\s`'\"*,;()]+)"
+                              r"(?=.*(?:\(Pwn3d!\)|\b(?i:success\w*|valid|authenticated|works?|worked)\b))")),
     # hydra / medusa: "login: root   password: toor"
     ("credential", re.compile(r"\blogin:\s*(?P<user>\S+)\s+password:\s*(?P<secret>\S+)", re.IGNORECASE)),
     # command lines: "-u 'missandei' -p 'fr3edom'", "--username x --password y"
@@ -166,10 +174,11 @@ _FINDING_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 # Every finding pattern needs one of these: "[+]", "valid", "login:", "-u", a password label, "crack", a hash's "$",
 # "::" or 32 hex digits and a colon, a flag's "{". Most lines have none and skip the thirteen patterns.
-_FINDING_HINT_RE = re.compile(r"\[\+\]|valid|login:|-u|pass|pwd|secret|api|token|crack|\$|::|[0-9a-f]{32}:|\{",
-                              re.IGNORECASE)
+_FINDING_HINT_RE = re.compile(r"\[\+\]|valid|login:|-u|pass|pwd|secret|api|token|crack|\$|::|[0-9a-f]{32}:|\{|"
+                              r"cred|found|working|pwn|compromised|\\", re.IGNORECASE)
 _PLACEHOLDER_SECRETS = {"", "''", '""', "<password>", "password", "pass", "none", "null", "******", "xxx", "$password"}
 # "-u users.txt -p /tmp/passwords.txt" sprays lists and "-p \" continues a shell line: neither names a secret.
+_NOT_A_PAIR_RE = re.compile(r"[\w.-]*:\d+|[\w.+-]+:/.*|.*:(?:true|false|yes|no|none|null)", re.IGNORECASE)
 _NOT_A_LOGIN_RE = re.compile(r"^(?:~?/|\./)|\.(?:txt|lst|list|dic)$|\\$")
 
 
@@ -183,6 +192,8 @@ def _finding_value(kind: str, match: re.Match[str]) -> str | None:
     value = groups["value"]
     if kind == "credential" and value.split("\\", 1)[-1].startswith(":"):
         return None  # "[+] essos.local\:" is an anonymous (null) session, not a credential
+    if kind == "credential" and _NOT_A_PAIR_RE.fullmatch(value):
+        return None  # "found: 10.0.0.5:445", "valid: 12:30" are an address and a time, not user:password
     value = value.strip("*") if kind == "password" else value  # Markdown bold around a quoted secret
     if kind == "password" and (value.lower() in _PLACEHOLDER_SECRETS or any(c in value for c in "[](){}")):
         return None  # "password = args[++i]" is code reading a password, not a password
@@ -196,7 +207,7 @@ def extract_findings(text: str) -> list[Finding]:
     found: dict[tuple[str, str], Finding] = {}
     ordered: list[tuple[int, tuple[str, str]]] = []
     for line_start, line in _lines_with_offsets(text or ""):
-        scanned = _line_findings(line) if len(line) <= _CACHED_LINE_CHARS else _scan_findings(line)
+        scanned = _line_findings(line) if len(line) <= _CACHED_LINE_CHARS else _scan_long_line(line)
         for start, finding in scanned:
             key = (finding.kind, finding.value)
             if key not in found:
@@ -220,6 +231,37 @@ def _scan_findings(line: str) -> tuple[tuple[int, Finding], ...]:
 
 
 _line_findings = functools.lru_cache(maxsize=8_192)(_scan_findings)
+# A blob token (base64, a binary dump, a 5 MB run) holds no finding a person reads, and scanning it with the
+# seventeen patterns costs seconds per megabyte: long lines are scanned in word-aligned windows without them.
+_BLOB_TOKEN_RE = re.compile(r"\S{4000,}")
+_WINDOW_CHARS = 4_000
+
+
+def _scan_long_line(line: str) -> tuple[tuple[int, Finding], ...]:
+    out: list[tuple[int, Finding]] = []
+    position = 0
+    for piece_start, piece in _readable_pieces(line):
+        while position < piece_start + len(piece):
+            offset = max(position - piece_start, 0)
+            end = min(offset + _WINDOW_CHARS, len(piece))
+            if end < len(piece):
+                space = piece.rfind(" ", offset + _WINDOW_CHARS // 2, end)
+                end = space if space > offset else end
+            out.extend((piece_start + offset + start, f) for start, f in _scan_findings(piece[offset:end]))
+            position = piece_start + end
+    return tuple(out)
+
+
+def _readable_pieces(line: str) -> list[tuple[int, str]]:
+    """(start, text) of the stretches of `line` between blob tokens."""
+    pieces, start = [], 0
+    for blob in _BLOB_TOKEN_RE.finditer(line):
+        if blob.start() > start:
+            pieces.append((start, line[start:blob.start()]))
+        start = blob.end()
+    if start < len(line):
+        pieces.append((start, line[start:]))
+    return pieces
 
 
 def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
@@ -228,3 +270,67 @@ def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
         out.append((offset, line))
         offset += len(line)
     return out
+
+
+# Names a pentester carries forward that are not opaque identifiers (compaction.md §6 leaves them out, so the
+# audit never enforces them): fully qualified host and domain names, machine accounts, DOMAIN\\user and
+# user@domain principals, certificate authorities, and a value labelled as a user, host or CA name. One
+# detector feeds both the offline summarizer's list and the ledger appended to a model's summary (issue 23).
+_NAME_TLDS = ("local|lan|corp|internal|intranet|home|test|htb|thm|ctf|domain|ad|com|org|net|edu|gov|io|dev|"
+              "cloud|int|mil|uk|de|fr|ru|cn|jp|us|eu|nl|au|ch|it|es|se|pl|br|in")
+_FILE_SUFFIX_RE = re.compile(r"\.(?:txt|log|json|xml|csv|py|sh|ps1|exe|dll|sys|bat|cmd|conf|cfg|ini|yml|yaml|"
+                             r"pol|inf|zip|gz|tar|kirbi|ccache|pfx|pem|crt|key|kdbx|html?|php|aspx?|js|md|bin|"
+                             r"out|nmap|gnmap|db|sql|bak|old|tmp|cmt|jpg|png|pdf|docx?|xlsx?)$", re.IGNORECASE)
+_NAME_PATTERNS: tuple[re.Pattern[str], ...] = (
+    # FQDNs: "dc01.essos.local", "castelblack.north.sevenkingdoms.local", "essos.local"
+    re.compile(rf"(?<![\w.@/\\-])(?:[A-Za-z][A-Za-z0-9-]{{0,62}}\.)+(?i:{_NAME_TLDS})(?![\w.-]|\.\w)"),
+    # principals: "ESSOS\\missandei", "essos.local\\Administrator", "jon.snow@north.sevenkingdoms.local"
+    re.compile(r"(?<![\w\\])[A-Za-z][\w.-]{1,62}\\[A-Za-z][\w.$-]{0,63}(?![\w\\])"),
+    re.compile(r"(?<![\w.@-])[A-Za-z][\w.-]{0,63}@(?:[A-Za-z][A-Za-z0-9-]*\.)+[A-Za-z]{2,}(?![\w.-])"),
+    # machine accounts ("MEEREEN$") and CA names in the AD CS convention ("ESSOS-CA", "corp-DC01-CA")
+    re.compile(r"(?<![\w$-])[A-Za-z][A-Za-z0-9-]{2,14}\$(?![\w$])"),
+    re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*-CA(?![\w-])"),
+)
+# "user: jorah", "Username ... : sql_svc", "hostname = MEEREEN", "CA Name: ESSOS-CA", "(name:WINTERFELL)"
+_LABELLED_NAME_RE = re.compile(
+    r"(?i:\b(?:user(?:name)?|account|login|samaccountname|host(?:name)?|computer(?:name)?|netbios(?:[ _]name)?|"
+    r"dns(?:[ _]host)?(?:[ _]?name)?|ca(?:[ _]name)?|domain(?:[ _]name)?|name))\s*[.:=]+\s*[`'\"]?"
+    r"(?P<value>[A-Za-z][\w.$-]{2,63})")
+# "host MEEREEN", "on server WEB01": a host label followed by an upper-case NetBIOS name
+_HOST_WORD_RE = re.compile(r"(?i:\b(?:host|computer|server|machine|dc|workstation))\s+"
+                           r"(?P<value>[A-Z][A-Z0-9-]{2,14})\b")
+_NAME_STOPWORDS = frozenset({"none", "null", "true", "false", "unknown", "n/a", "the", "and", "for", "with", "not",
+                             "yes", "no", "default", "guest", "anonymous", "password", "user", "users", "name"})
+
+
+def extract_names(text: str) -> list[str]:
+    """Host, domain, user and CA names in `text`, unique, in order of first appearance (case kept)."""
+    seen: dict[str, str] = {}
+    for line in (text or "").split("\n"):
+        if len(line) > _NAME_LINE_CHARS:
+            continue  # a 5 MB blob line names nothing an agent reads; scanning it would cost seconds
+        for name in _line_names(line):
+            seen.setdefault(name.lower(), name)
+    return list(seen.values())
+
+
+@functools.lru_cache(maxsize=8_192)
+def _line_names(line: str) -> tuple[str, ...]:
+    found: list[tuple[int, str]] = []
+    for pattern in _NAME_PATTERNS:
+        found.extend((m.start(), m.group(0)) for m in pattern.finditer(line))
+    for labelled in (_LABELLED_NAME_RE, _HOST_WORD_RE):
+        found.extend((m.start("value"), m.group("value").rstrip(".-")) for m in labelled.finditer(line))
+    found.sort()
+    return tuple(n for _, n in found if _is_name(n))
+
+
+def _is_name(name: str) -> bool:
+    if len(name) < 3 or name.lower() in _NAME_STOPWORDS or _FILE_SUFFIX_RE.search(name):
+        return False
+    if _IPV4_RE.fullmatch(name) or name.replace(".", "").isdigit():
+        return False
+    return not name.lower().startswith(("www.", "http"))
+
+
+_NAME_LINE_CHARS = 4_000

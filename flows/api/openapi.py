@@ -73,6 +73,7 @@ SCHEMAS: dict[str, Any] = {
     "Flow": {"type": "object", "properties": {
         "id": {"type": "integer"}, "title": {"type": "string"}, "status": {"type": "string"},
         "owner": {"type": "string"}, "model_name": {"type": "string"},
+        "session_id": {"type": "string", "description": "the gateway session whose calls the flow holds; '' = none"},
         "agents": {"type": "array", "items": _ref("Agent")}}},
     "Section": {"type": "object", "properties": {
         "index": {"type": "integer"}, "size": {"type": "integer"}, "header": OBJ,

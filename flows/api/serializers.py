@@ -28,7 +28,8 @@ def agent_json(agent: Agent) -> dict[str, Any]:
 
 def flow_json(flow: Flow, *, agents: bool = False) -> dict[str, Any]:
     out = {"id": flow.pk, "title": flow.title, "status": flow.status, "owner": flow.owner.get_username(),
-           "model_name": flow.model_name, "created_at": _ts(flow.created_at), "updated_at": _ts(flow.updated_at)}
+           "model_name": flow.model_name, "session_id": flow.session_id, "created_at": _ts(flow.created_at),
+           "updated_at": _ts(flow.updated_at)}
     if agents:
         out["agents"] = [agent_json(a) for a in flow.agents.prefetch_related("chains")]
     return out

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.engine import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
+from flows.engine import STRATEGIES, SUMMARIZER_SETTINGS, SettingSpec, parse_bool
 
 __all__ = [
     "AGENT", "ASSISTANT", "PROFILES", "SettingSpec", "SETTINGS_FIELDS", "FIELDS_BY_NAME", "ASSISTANT_FORCED",
-    "IDENTIFIER_POLICIES", "PRUNING_MODES", "parse_bool", "env_fallback", "model_help",
+    "IDENTIFIER_POLICIES", "PRUNING_MODES", "STRATEGIES", "parse_bool", "env_fallback", "model_help",
 ]
 
 AGENT, ASSISTANT = PROFILES = ("agent", "assistant")  # the keys of every SettingSpec's env and default
@@ -22,6 +22,7 @@ KB = 1024
 IDENTIFIER_POLICIES = ("strict", "off", "custom")
 PRUNING_MODES = ("off", "on")
 GATEWAY_MODES = ("manage", "observe")
+PENTAGI, WINDOW = STRATEGIES
 ASSISTANT_COMPACTION_PREFIX = "ASSISTANT_"
 
 
@@ -86,7 +87,32 @@ COMPACTION_SETTINGS: tuple[SettingSpec, ...] = (
                 "", None, None, "compaction", GATEWAY_MODES, 8),
 )
 
-SETTINGS_FIELDS: tuple[SettingSpec, ...] = (*SUMMARIZER_SETTINGS, *COMPACTION_SETTINGS)
+# When the summarizer runs: PentAGI's byte budgets after every turn (exact, the default) or only when the view
+# would not fit the model's window (summarizer.strategy.window). Variables COMPACTION_STRATEGY, ... as above.
+STRATEGY_SETTINGS: tuple[SettingSpec, ...] = tuple(
+    SettingSpec(spec.name, spec.kind, spec.env, spec.default, spec.help, spec.unit, spec.minimum, spec.maximum,
+                "strategy", spec.choices, spec.max_length) for spec in (
+        _compaction("strategy", "choice", PENTAGI,
+                    "pentagi: PentAGI's passes after every turn by the byte budgets above (exact). window: the "
+                    "passes run only when the view would not fit the model's window minus the reserve (or the "
+                    "trigger share below), then summarize the oldest content until the view is back at the "
+                    "target; unknown window: pentagi.", choices=STRATEGIES, max_length=16),
+        _compaction("window_trigger_percent", "int", 100,
+                    "window strategy: also summarize once the view exceeds this share of the window (100: only "
+                    "when it would not fit the window minus the reserve).", unit="% of the window", minimum=1,
+                    maximum=100),
+        _compaction("window_margin_percent", "int", 50,
+                    "window strategy: a pass brings the view this far below the trigger, so the next turns fit "
+                    "without summarizing (larger: fewer, larger summaries).", unit="% below the trigger",
+                    minimum=0, maximum=90),
+        _compaction("window_input_tokens", "int", 4000,
+                    "window strategy: at most this much is sent per summarize call (the earlier summaries and "
+                    "the newest messages of what is folded); the findings and identifiers of the rest go into "
+                    "the summary's ledger. 0: the whole span, as PentAGI sends it.", unit="tokens", minimum=0,
+                    maximum=1_000_000),
+    ))
+
+SETTINGS_FIELDS: tuple[SettingSpec, ...] = (*SUMMARIZER_SETTINGS, *COMPACTION_SETTINGS, *STRATEGY_SETTINGS)
 FIELDS_BY_NAME = {spec.name: spec for spec in SETTINGS_FIELDS}
 # The assistant always collapses QA sections and never summarizes the user's own messages (not editable).
 ASSISTANT_FORCED = {spec.name: spec.forced[ASSISTANT] for spec in SETTINGS_FIELDS if ASSISTANT in spec.forced}
@@ -94,7 +120,7 @@ ASSISTANT_FORCED = {spec.name: spec.forced[ASSISTANT] for spec in SETTINGS_FIELD
 
 def env_fallback(spec: SettingSpec, profile: str) -> str | None:
     """The variable read when the profile's own is unset: the shared COMPACTION_* for the assistant."""
-    if profile == ASSISTANT and spec.group == "compaction":
+    if profile == ASSISTANT and spec.group in ("compaction", "strategy"):
         return spec.env[AGENT]
     return None
 

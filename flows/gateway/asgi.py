@@ -25,6 +25,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
 
 from flows.gateway.hops import start_after_response, under_gateway_handler
+from flows.gateway.sessions import URL_SESSION
 from pentagi_web.security import CONTENT_SECURITY_POLICY
 
 __all__ = ["GATEWAY_PREFIX", "SECURITY_HEADERS", "GatewayHandler", "by_path"]
@@ -120,8 +121,10 @@ class GatewayHandler(ASGIHandler):
 
 
 def by_path(pages: Asgi, gateway: Asgi) -> Asgi:
-    """One ASGI app for HTTP: /v1/ to the gateway handler, everything else to the pages' handler."""
+    """One ASGI app for HTTP: /v1/ (and /s/<session>/v1/) to the gateway handler, everything else to the
+    pages' handler."""
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        target = gateway if scope.get("path", "").startswith(GATEWAY_PREFIX) else pages
+        path = scope.get("path", "")
+        target = gateway if path.startswith(GATEWAY_PREFIX) or URL_SESSION.match(path) else pages
         await target(scope, receive, send)
     return app

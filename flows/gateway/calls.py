@@ -1,4 +1,7 @@
-"""One call end to end, after `routing.prepare_call`: forward, recover from overflows, answer, record.
+"""One call end to end, after `admission.prepare_call`: forward, recover from overflows, answer, record.
+
+The wire's shapes (upstream URL and body, errors, the answer, the stream's events) come from the call's
+protocol (`flows/gateway/protocols/`); everything here is the same for every wire format.
 
 Observe mode forwards the agent's body byte for byte (only the model is rewritten when it carried our
 `provider/` prefix); manage mode forwards the prepared view. Either way a context-overflow error from the
@@ -10,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -19,13 +21,13 @@ from typing import Any
 import httpx2
 
 from flows.core import abroadcast
-from flows.engine import is_context_overflow_error, observed_token_count, validate_messages
+from flows.engine import is_context_overflow_error, observed_token_count
 from flows.gateway import hops, upstream
 from flows.gateway.admission import PreparedCall
 from flows.gateway.fit import gateway_overflow_compact
+from flows.gateway.protocols import StreamReader
 from flows.gateway.records import gateway_call_complete, gateway_call_retried
-from flows.gateway.sse import Assembler, EventSplitter, event_data
-from flows.gateway.wire import ChatRequest, GatewayError, error_body, storable, wire_message, with_model
+from flows.gateway.wire import WireRequest
 from flows.models import CallStatus, GatewayMode
 
 __all__ = ["MAX_OVERFLOW_RETRIES", "DELTA_INTERVAL_SECONDS", "upstream_body", "open_upstream", "complete",
@@ -38,20 +40,10 @@ DELTA_INTERVAL_SECONDS = 0.25  # live text of a streaming call reaches the page 
 _pending: dict[str, set[asyncio.Future[None]]] = {}  # caller -> call records being written (see finish)
 
 
-def upstream_body(request: ChatRequest, prepared: PreparedCall, messages: list[dict[str, Any]] | None) -> bytes:
+def upstream_body(request: WireRequest, prepared: PreparedCall, messages: list[dict[str, Any]] | None) -> bytes:
     """Bytes to send: the agent's own body in observe mode (unless retried), else the body with our messages."""
-    if messages is None and prepared.model == request.model:
-        return request.raw
-    if messages is None:  # observe, with our provider prefix taken off the model: splice, don't re-serialize
-        spliced = with_model(request.raw, request.body["model"], prepared.model)
-        if spliced is not None:
-            return spliced
-    body = {**request.body, "model": prepared.model}
-    if messages is not None:
-        body["messages"] = [wire_message(m) for m in messages]
-    if request.stream and prepared.mode == GatewayMode.MANAGE:
-        body["stream_options"] = {**(request.body.get("stream_options") or {}), "include_usage": True}
-    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+    return prepared.protocol.upstream_body(request, prepared.model, messages,
+                                           manage=prepared.mode == GatewayMode.MANAGE)
 
 
 def _elapsed_ms(started: float) -> int:
@@ -103,19 +95,20 @@ def _forget(caller: str, written: asyncio.Future[None]) -> None:
 
 
 async def settled(caller: str) -> None:
-    """Wait until the records of this caller's earlier calls (same Authorization header) are written."""
+    """Wait until the records of this caller's earlier calls (same API key) are written."""
     tasks = _pending.get(caller)
     if tasks:
         await asyncio.wait(list(tasks))
 
 
-async def open_upstream(request: ChatRequest, prepared: PreparedCall, deadline: float) -> httpx2.Response:
+async def open_upstream(request: WireRequest, prepared: PreparedCall, deadline: float) -> httpx2.Response:
     """The upstream response with a success status (headers read), after at most 3 overflow retries."""
     first = prepared.sent.messages if prepared.mode == GatewayMode.MANAGE else None
     body = upstream_body(request, prepared, first)
+    url, headers = prepared.protocol.endpoint(prepared.provider, request)
     for attempt in range(MAX_OVERFLOW_RETRIES + 1):
         async with asyncio.timeout_at(deadline):
-            response = await upstream.open_chat(prepared.provider, body)
+            response = await upstream.open_post(url, body, headers)
             if response.status_code < 400:
                 return response
             try:
@@ -124,30 +117,18 @@ async def open_upstream(request: ChatRequest, prepared: PreparedCall, deadline: 
                 await response.aclose()
         text = raw.decode("utf-8", "replace")
         if attempt == MAX_OVERFLOW_RETRIES or not is_context_overflow_error(text):
-            raise _passthrough(response.status_code, raw)
+            raise prepared.protocol.upstream_error(response.status_code, raw)
         sent = await hops.run(gateway_overflow_compact, chain_id=prepared.chain.pk,
                               observed_tokens=observed_token_count(text))
         retry = upstream_body(request, prepared, sent.messages)
         if retry == body:  # the compaction could not shrink it: the same request would fail the same way
-            raise _passthrough(response.status_code, raw)
+            raise prepared.protocol.upstream_error(response.status_code, raw)
         await hops.run(gateway_call_retried, call=prepared.call, sent=sent, error=text)
         body = retry
     raise AssertionError("unreachable")
 
 
-def _passthrough(status: int, raw: bytes) -> GatewayError:
-    """The upstream's error as it came when it is OpenAI error JSON, else wrapped in one; same status."""
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-        return GatewayError(status, str(parsed["error"].get("message", "")), type_="upstream_error", body=raw)
-    text = raw.decode("utf-8", "replace")[:2000] or f"HTTP {status}"
-    return GatewayError(status, f"upstream error: {text}", type_="upstream_error", code="upstream_error")
-
-
-async def complete(request: ChatRequest, prepared: PreparedCall, started: float) -> bytes:
+async def complete(request: WireRequest, prepared: PreparedCall, started: float) -> bytes:
     """Non-streaming: the upstream's JSON body (forwarded as it came) once it is a valid completion."""
     deadline = asyncio.get_running_loop().time() + prepared.provider.timeout_seconds
     try:
@@ -159,45 +140,31 @@ async def complete(request: ChatRequest, prepared: PreparedCall, started: float)
                 await response.aclose()
     except (httpx2.HTTPError, TimeoutError) as exc:
         raise upstream.upstream_error(exc) from None
-    answer, usage = _parse_completion(raw)
+    answer, usage = prepared.protocol.answer(raw)
     await finish(prepared, started, status=CallStatus.OK, http_status=200, first_byte_ms=_elapsed_ms(started),
                  answer=answer, usage=usage)
     return raw
 
 
-def _parse_completion(raw: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    try:
-        parsed = json.loads(raw)
-        message = parsed["choices"][0]["message"]
-        answer = storable({**message, "role": "assistant"}, 0)
-        validate_messages([answer])
-    except Exception:
-        raise GatewayError(502, "the upstream answered something that is not a chat completion",
-                           type_="server_error", code="upstream_garbage") from None
-    usage = parsed.get("usage")
-    return answer, usage if isinstance(usage, dict) else None
-
-
-async def stream_events(request: ChatRequest, prepared: PreparedCall, response: httpx2.Response,
+async def stream_events(request: WireRequest, prepared: PreparedCall, response: httpx2.Response,
                         started: float, deadline: float) -> AsyncIterator[bytes]:
     """Forward SSE events as they arrive, assembling the answer; a broken stream ends with an error event."""
-    splitter, assembler = EventSplitter(), Assembler()
+    reader = prepared.protocol.stream_reader(request, manage=prepared.mode == GatewayMode.MANAGE)
     first_byte, last_delta, sent_text = None, time.monotonic(), 0
-    status, error = CallStatus.FAILED, "the upstream closed the stream before [DONE]"
+    status, error, reported, usage = CallStatus.FAILED, "", False, None
+    answer: dict[str, Any] | None = None
     try:
         async with asyncio.timeout_at(deadline):
             async for chunk in response.aiter_raw():
-                for event in splitter.feed(chunk):
-                    data = event_data(event)
-                    parsed = assembler.feed(data) if data is not None else None
-                    if _hidden_usage_chunk(request, prepared, parsed):
-                        continue
+                for event in reader.feed(chunk):
                     first_byte = first_byte if first_byte is not None else _elapsed_ms(started)
                     yield event
                 if time.monotonic() - last_delta >= DELTA_INTERVAL_SECONDS:
-                    sent_text, last_delta = await _send_delta(prepared, assembler, sent_text), time.monotonic()
-        if assembler.done:
-            status, error = CallStatus.OK, ""
+                    sent_text, last_delta = await _send_delta(prepared, reader, sent_text), time.monotonic()
+        result = reader.result()
+        answer, usage, error, reported = result.answer, result.usage, result.error, result.reported
+        if answer is not None:
+            status = CallStatus.OK
     except (asyncio.CancelledError, GeneratorExit):
         status, error = CallStatus.CANCELLED, "the agent hung up before the answer was complete"
         raise
@@ -207,21 +174,14 @@ async def stream_events(request: ChatRequest, prepared: PreparedCall, response: 
         error = upstream.upstream_error(exc).message
     finally:
         await response.aclose()
-        answer = assembler.message() if status == CallStatus.OK else None
         await finish(prepared, started, status=status, http_status=200, first_byte_ms=first_byte,
-                     answer=answer, usage=assembler.usage, error=error)
-    if status != CallStatus.OK:
-        yield b"data: " + error_body(error, "server_error", "upstream_stream_broken") + b"\n\n"
+                     answer=answer if status == CallStatus.OK else None, usage=usage, error=error)
+    if status != CallStatus.OK and not reported:
+        yield prepared.protocol.stream_error(error)
 
 
-def _hidden_usage_chunk(request: ChatRequest, prepared: PreparedCall, chunk: dict[str, Any] | None) -> bool:
-    """The usage-only chunk we asked for in manage mode, which an agent that did not ask must not see."""
-    return (chunk is not None and prepared.mode == GatewayMode.MANAGE and not request.wants_usage
-            and not chunk.get("choices") and "usage" in chunk)
-
-
-async def _send_delta(prepared: PreparedCall, assembler: Assembler, sent_text: int) -> int:
-    text = "".join(assembler.text)
+async def _send_delta(prepared: PreparedCall, reader: StreamReader, sent_text: int) -> int:
+    text = reader.text()
     if len(text) > sent_text:
         await abroadcast(prepared.chain.pk, {"type": "gateway.call.delta", "chain_id": prepared.chain.pk,
                                              "call_id": prepared.call.pk, "text": text[sent_text:]})

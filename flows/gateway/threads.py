@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from flows.core import ChainRewrittenEvent, broadcast
@@ -86,10 +86,12 @@ def _title(messages: list[Msg]) -> str:
     return "Gateway agent"
 
 
-def _owned_chains(user: Any, pinned: int | None) -> Any:
+def _owned_chains(user: Any, pinned: int | None, session: str = "") -> Any:
+    """The active chains a request may continue: the pinned agent's, else those of the owner's flow of the
+    request's session (none: of the owner's flows without one), so a session never reaches into another."""
     chains = Chain.objects.filter(agent__flow__owner=user, is_active=True)
     if pinned is None:
-        return chains
+        return chains.filter(agent__flow__session_id=session)
     pin = Chain.objects.filter(pk=pinned, agent__flow__owner=user).values_list("agent_id", flat=True).first()
     if pin is None:
         raise ChainNotFound(pinned)
@@ -98,15 +100,17 @@ def _owned_chains(user: Any, pinned: int | None) -> Any:
 
 def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | None = None,
                    agent_type: str = "primary_agent", model_name: str = "",
-                   hashes: list[str] | None = None) -> ThreadResult:
+                   hashes: list[str] | None = None, session: str = "") -> ThreadResult:
     """Append the request's new messages to the chain it continues (or a successor, or a new chain).
 
-    `hashes` are `prefix_hashes(messages)` when the caller has them (the gateway's HistoryMemo)."""
+    `hashes` are `prefix_hashes(messages)` when the caller has them (the gateway's HistoryMemo). With a
+    `session` (flows/gateway/sessions.py) a new conversation lands in the owner's flow of that session, in its
+    agent of `agent_type`; without one it starts a flow of its own."""
     hashes = prefix_hashes(messages) if hashes is None else hashes
     root = hashes[root_index(messages)]
     known = set(hashes)
     for _attempt in range(MAX_THREAD_ATTEMPTS):
-        chains = _owned_chains(user, pinned_chain_id)
+        chains = _owned_chains(user, pinned_chain_id, session)
         try:
             with transaction.atomic():
                 # A chain that is a prefix of the request shares its root: one indexed lookup, whatever the
@@ -126,6 +130,8 @@ def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | Non
                 previous = chains.order_by("-pk").first()
             if previous is not None:
                 return _rewrite(previous, messages, hashes)
+            if session and pinned_chain_id is None:
+                return _session_start(user, session, messages, hashes, agent_type, model_name)
         except _HeadMoved:
             continue
         return _create(user, messages, hashes, agent_type, model_name)
@@ -175,8 +181,41 @@ def _create(user: Any, messages: list[Msg], hashes: list[str], agent_type: str, 
     return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1])
 
 
-def _rewrite(previous: Chain, messages: list[Msg], hashes: list[str]) -> ThreadResult:
-    """Archive `previous` unchanged and continue in a successor holding the rewritten history."""
+def _session_flow(user: Any, session: str, title: str, model_name: str) -> Flow:
+    """The owner's flow of `session`, created by its first call, under its row lock (its agents are created
+    one at a time); two first calls racing meet at the unique (owner, session) constraint."""
+    for _attempt in range(2):
+        found = Flow.objects.select_for_update().filter(owner=user, session_id=session).first()
+        if found is not None:
+            return found
+        try:
+            with transaction.atomic():
+                return flow_create(owner=user, title=title, model_name=model_name, session_id=session)
+        except IntegrityError:
+            continue  # the other call created it: read it
+    raise _HeadMoved(session)
+
+
+def _session_start(user: Any, session: str, messages: list[Msg], hashes: list[str], agent_type: str,
+                   model_name: str) -> ThreadResult:
+    """A conversation the session's chains do not hold: the first of its agent type gets that agent's
+    (new, empty) chain; a later one of a type already there continues that agent in a successor chain."""
+    with transaction.atomic():
+        flow = _session_flow(user, session, _title(messages), model_name)
+        agent = flow.agents.filter(agent_type=agent_type).order_by("pk").first()
+        if agent is None:
+            agent = agent_create(flow=flow, agent_type=agent_type)
+        chain = _locked(agent.chains.get(is_active=True).pk)
+        if not chain.last_seq:
+            _append_all(chain, messages, [], **_head(hashes, messages, len(messages)))
+            return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1])
+    return _rewrite(chain, messages, hashes,
+                    why=f"the {agent_type} agent of session {session[:80]!r} started a new conversation")
+
+
+def _rewrite(previous: Chain, messages: list[Msg], hashes: list[str], why: str = "") -> ThreadResult:
+    """Archive `previous` unchanged and continue in a successor holding the rewritten history (or, `why`
+    says, the agent's new conversation)."""
     with transaction.atomic():
         old = Chain.objects.select_for_update().get(pk=previous.pk)
         if not old.is_active:
@@ -186,7 +225,7 @@ def _rewrite(previous: Chain, messages: list[Msg], hashes: list[str]) -> ThreadR
                                        tool_call_id_template=old.tool_call_id_template)
         chain = _locked(created.pk)
         _append_all(chain, messages, [], **_head(hashes, messages, len(messages)))
-        event = _rewrite_event(old, chain, len(messages))
+        event = _rewrite_event(old, chain, len(messages), why)
         transaction.on_commit(lambda: _announce_rewrite(old, chain, event.pk, len(messages)), robust=True)
     return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1], rewritten_from=old.pk)
 
@@ -199,12 +238,13 @@ def _announce_rewrite(old: Chain, chain: Chain, event_id: int, kept: int) -> Non
         broadcast(chain_id, event)
 
 
-def _rewrite_event(old: Chain, chain: Chain, kept: int) -> SummaryEvent:
+def _rewrite_event(old: Chain, chain: Chain, kept: int, why: str = "") -> SummaryEvent:
     now = timezone.now()
+    why = why or "the agent rewrote its history (its own summarization)"
     return SummaryEvent.objects.create(
         chain=chain, trigger=Trigger.CLIENT_REWRITE, outcome=Outcome.OK, raw_seq_to=chain.last_seq,
-        reason=f"the agent rewrote its history (its own summarization): {old.last_seq} messages in chain "
-               f"#{old.pk} became {kept}; continued in successor chain #{chain.pk}",
+        reason=f"{why}: {old.last_seq} messages in chain #{old.pk} became {kept}; continued in successor "
+               f"chain #{chain.pk}",
         bytes_before=active_bytes(old), bytes_after=active_bytes(chain), model=_flow_of(chain).model_name,
         finished_at=now)
 

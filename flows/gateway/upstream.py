@@ -14,7 +14,8 @@ import httpx2
 from flows.gateway.wire import GatewayError
 from flows.models import ProviderConfig
 
-__all__ = ["CONNECT_TIMEOUT_SECONDS", "client", "open_chat", "list_models", "upstream_error"]
+__all__ = ["CONNECT_TIMEOUT_SECONDS", "client", "open_chat", "open_post", "chat_endpoint", "list_models",
+           "upstream_error"]
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -54,14 +55,24 @@ def upstream_error(exc: BaseException) -> GatewayError:
                         code="upstream_failed")
 
 
-async def open_chat(provider: ProviderConfig, body: bytes) -> httpx2.Response:
-    """POST /chat/completions with the response left open (headers read, body not yet)."""
-    request = client().build_request("POST", _url(provider, "/chat/completions"), content=body,
-                                     headers=_headers(provider))
+def chat_endpoint(provider: ProviderConfig) -> tuple[str, dict[str, str]]:
+    """URL and headers of an OpenAI-compatible provider's /chat/completions."""
+    return _url(provider, "/chat/completions"), _headers(provider)
+
+
+async def open_post(url: str, body: bytes, headers: dict[str, str]) -> httpx2.Response:
+    """POST `body` with the response left open (headers read, body not yet)."""
+    request = client().build_request("POST", url, content=body, headers=headers)
     try:
         return await client().send(request, stream=True)
     except httpx2.HTTPError as exc:
         raise upstream_error(exc) from None
+
+
+async def open_chat(provider: ProviderConfig, body: bytes) -> httpx2.Response:
+    """POST /chat/completions with the response left open (headers read, body not yet)."""
+    url, headers = chat_endpoint(provider)
+    return await open_post(url, body, headers)
 
 
 async def list_models(provider: ProviderConfig) -> list[dict[str, Any]]:

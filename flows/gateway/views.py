@@ -13,56 +13,63 @@ from django.views.decorators.csrf import csrf_exempt
 
 from flows.config import model_window_for, provider_for
 from flows.gateway import calls, hops, upstream
-from flows.gateway.admission import PreparedCall, authenticate_bearer, chain_headers, prepare_call
-from flows.gateway.wire import ChatRequest, GatewayError, parse_chat_request
+from flows.gateway.admission import PreparedCall, authenticate_bearer, authenticate_key, chain_headers, prepare_call
+from flows.gateway.protocols import CHAT, Protocol
+from flows.gateway.sessions import call_headers
+from flows.gateway.wire import GatewayError, WireRequest
 from flows.models import CallStatus, ProviderConfig, ProviderKind
 
-__all__ = ["chat_completions", "models", "unknown"]
+__all__ = ["chat_completions", "model_call", "models", "unknown"]
 
 JSON = "application/json"
 
 
-def _error(exc: GatewayError) -> HttpResponse:
-    response = HttpResponse(exc.payload(), status=exc.status, content_type=JSON)
+def _error(exc: GatewayError, protocol: Protocol = CHAT) -> HttpResponse:
+    response = HttpResponse(protocol.error_body(exc), status=exc.status, content_type=JSON)
     for key, value in exc.headers.items():
         response[key] = value
     return response
 
 
-def _method_not_allowed(allowed: str) -> HttpResponse:
+def _method_not_allowed(allowed: str, protocol: Protocol = CHAT) -> HttpResponse:
     exc = GatewayError(405, f"use {allowed}", code="method_not_allowed")
-    response = _error(exc)
+    response = _error(exc, protocol)
     response["Allow"] = allowed
     return response
 
 
 @csrf_exempt
 async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    return await model_call(request, CHAT)
+
+
+async def model_call(request: HttpRequest, protocol: Protocol) -> HttpResponse | StreamingHttpResponse:
+    """One model call in `protocol`'s wire format: admitted in one thread hop, forwarded, answered."""
     if request.method != "POST":
-        return _method_not_allowed("POST")
+        return _method_not_allowed("POST", protocol)
     started = time.monotonic()
-    headers = dict(request.headers)
-    await calls.settled(headers.get("Authorization", ""))  # this agent's previous answer is in its chain
+    headers = call_headers(request)  # with a /s/<session>/v1/ URL's session as its X-Session-Id
+    await calls.settled(protocol.api_key(headers) or "")  # this agent's previous answer is in its chain
     try:
-        chat, prepared = await hops.run(_admit, headers, _body(request))
+        wire, prepared = await hops.run(_admit, protocol, headers, _body(request), request.META.get("QUERY_STRING", ""))
     except GatewayError as exc:
-        return _error(exc)
+        return _error(exc, protocol)
     ids = chain_headers(prepared.chain)
     try:
-        if not chat.stream:
-            body = await calls.complete(chat, prepared, started)
+        if not wire.stream:
+            body = await calls.complete(wire, prepared, started)
             return _with_headers(HttpResponse(body, content_type=JSON), ids)
         deadline = asyncio.get_running_loop().time() + prepared.provider.timeout_seconds
-        response = await calls.open_upstream(chat, prepared, deadline)
+        response = await calls.open_upstream(wire, prepared, deadline)
     except GatewayError as exc:
         await _failed(prepared, started, exc)
         exc.headers = ids
-        return _error(exc)
+        return _error(exc, protocol)
     except asyncio.CancelledError:
         await calls.finish(prepared, started, status=CallStatus.CANCELLED, http_status=499,
                            error="the agent hung up before the answer")
         raise
-    stream = StreamingHttpResponse(calls.stream_events(chat, prepared, response, started, deadline),
+    stream = StreamingHttpResponse(calls.stream_events(wire, prepared, response, started, deadline),
                                    content_type="text/event-stream")
     stream["Cache-Control"] = "no-cache"
     stream["X-Accel-Buffering"] = "no"
@@ -77,15 +84,16 @@ def _body(request: HttpRequest) -> bytes | None:
         return None
 
 
-def _admit(headers: dict[str, str], body: bytes | None) -> tuple[ChatRequest, PreparedCall]:
+def _admit(protocol: Protocol, headers: dict[str, str], body: bytes | None,
+           query: str) -> tuple[WireRequest, PreparedCall]:
     """Authenticate, parse, thread and prepare in one thread hop; the token is checked before the body is
     even parsed, so strangers learn nothing about it."""
-    user = authenticate_bearer(headers)
+    user = authenticate_key(protocol.api_key(headers))
     if body is None:
         raise GatewayError(413, f"request body over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes (the server's "
                                 "MAX_REQUEST_BYTES)", code="request_too_large")
-    chat = parse_chat_request(body)
-    return chat, prepare_call(user, headers, chat)
+    wire = protocol.parse(body, headers, query)
+    return wire, prepare_call(user, headers, wire, protocol)
 
 
 def _with_headers(response: Any, headers: dict[str, str]) -> Any:

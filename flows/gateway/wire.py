@@ -1,20 +1,22 @@
-"""The OpenAI Chat Completions wire format: parse a request body, build OpenAI error JSON.
+"""The OpenAI Chat Completions wire format: parse a request body, build OpenAI error JSON; the parsed request
+every wire format shares (`WireRequest`) and the gateway's error (`GatewayError`).
 
 Only what the gateway needs is interpreted (`model`, `messages`, `stream`, `stream_options`); every other field
 (tools, tool_choice, response_format, sampling parameters, vendor extensions) is passed through untouched.
+The other wire formats parse into the same `WireRequest` (see `flows/gateway/protocols/`).
 """
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flows.core import JsonBodyError, json_body, plain_text_problem
 from flows.gateway.prefixes import HistoryMemo
 
-__all__ = ["MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "ChatRequest", "parse_chat_request", "error_body",
-           "storable", "wire_message", "with_model"]
+__all__ = ["check_model", "json_object", "MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "WireRequest",
+           "ChatRequest", "parse_chat_request", "error_body", "storable", "wire_message", "with_model"]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_MODEL_CHARS = 200  # GatewayCall.model
@@ -44,18 +46,25 @@ def error_body(message: str, type_: str = "invalid_request_error", code: str | N
 
 
 @dataclass
-class ChatRequest:
+class WireRequest:
+    """One agent request in any wire format, read into what the gateway needs; `body`/`raw` keep the rest."""
+
     body: dict[str, Any]
     raw: bytes
     model: str
-    messages: list[dict[str, Any]]  # storable form (see `storable`)
+    messages: list[dict[str, Any]]  # storable form (see `storable`), the wire's own blocks in an extension key
     stream: bool
     hashes: list[str]  # prefix_hashes(messages), for threading
+    forward: dict[str, str] = field(default_factory=dict)  # request headers the upstream gets as they came
+    query: str = ""  # the request's query string, passed on to the upstream (Anthropic's `?beta=true`)
 
     @property
     def wants_usage(self) -> bool:
         options = self.body.get("stream_options")
         return isinstance(options, dict) and options.get("include_usage") is True
+
+
+ChatRequest = WireRequest  # the name before the other wire formats came
 
 
 def storable(message: Any, index: int) -> dict[str, Any]:
@@ -109,21 +118,33 @@ def with_model(raw: bytes, old: str, new: str) -> bytes | None:
     return raw[:start] + json.dumps(new, ensure_ascii=False).encode("utf-8") + raw[end:]
 
 
-def parse_chat_request(raw: bytes) -> ChatRequest:
-    if len(raw) > MAX_BODY_BYTES:
-        raise GatewayError(413, f"request body over {MAX_BODY_BYTES} bytes", code="request_too_large")
+def json_object(raw: bytes) -> dict[str, Any]:
+    """A request body as a JSON object; huge integers, deep nesting and lone surrogates are a 400, never a 500."""
     try:
-        body = json_body(raw)  # huge integers, deep nesting and lone surrogates too: a 400, never a 500
+        body = json_body(raw)
     except JsonBodyError as exc:
         raise GatewayError(400, str(exc), code=_JSON_CODES.get(exc.code, "invalid_json")) from None
     if not isinstance(body, dict):
         raise GatewayError(400, "the body must be a JSON object", code="invalid_json")
-    model, messages, stream = body.get("model"), body.get("messages"), body.get("stream", False)
+    return body
+
+
+def check_model(model: Any) -> str:
+    """`model` as a string the call record's column can hold (400 `invalid_model` otherwise)."""
     if not isinstance(model, str) or not model.strip():
         raise GatewayError(400, "'model' must be a non-empty string", code="invalid_model")
-    if plain_text_problem(model) or len(model.strip()) > MAX_MODEL_CHARS:  # it is stored in an indexed column
-        raise GatewayError(400, f"'model' {plain_text_problem(model) or f'is over {MAX_MODEL_CHARS} characters'}",
-                           code="invalid_model")
+    problem = plain_text_problem(model) or (
+        f"is over {MAX_MODEL_CHARS} characters" if len(model.strip()) > MAX_MODEL_CHARS else None)
+    if problem is not None:
+        raise GatewayError(400, f"'model' {problem}", code="invalid_model")
+    return model
+
+
+def parse_chat_request(raw: bytes) -> WireRequest:
+    if len(raw) > MAX_BODY_BYTES:
+        raise GatewayError(413, f"request body over {MAX_BODY_BYTES} bytes", code="request_too_large")
+    body = json_object(raw)
+    model, messages, stream = check_model(body.get("model")), body.get("messages"), body.get("stream", False)
     if not isinstance(messages, list) or not messages:
         raise GatewayError(400, "'messages' must be a non-empty list", code="invalid_messages")
     if not isinstance(stream, bool):
@@ -132,4 +153,4 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
                                                                                            dict):
         raise GatewayError(400, "'stream_options' must be an object", code="invalid_stream_options")
     stored, hashes = _HISTORIES.derive(messages, storable)
-    return ChatRequest(body=body, raw=raw, model=model.strip(), stream=stream, messages=stored, hashes=hashes)
+    return WireRequest(body=body, raw=raw, model=model.strip(), stream=stream, messages=stored, hashes=hashes)

@@ -13,9 +13,10 @@ def _plain(text: str) -> str:
     return text.replace("\x00", "")
 
 
-def flow_create(*, owner, title: str, model_name: str = "") -> Flow:
+def flow_create(*, owner, title: str, model_name: str = "", session_id: str = "") -> Flow:
+    """A flow; `session_id` (the gateway's, validated there) makes it the owner's one flow of that session."""
     return Flow.objects.create(owner=owner, title=(_plain(title or "") or "Untitled flow")[:200],
-                               model_name=_plain(model_name)[:200])
+                               model_name=_plain(model_name)[:200], session_id=session_id)
 
 
 def flow_set_status(*, flow_id: int, status: str) -> None:

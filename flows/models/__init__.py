@@ -5,6 +5,7 @@ from flows.models.chains import (
     AGENT_TYPES,
     MESSAGE_COLUMNS,
     ROLES,
+    SESSION_ID_CHARS,
     Agent,
     AppendOnlyError,
     Chain,
@@ -19,13 +20,14 @@ from flows.models.chains import (
     Trigger,
     ViewSection,
 )
-from flows.models.gateway import CallStatus, GatewayCall, GatewayMode
+from flows.models.gateway import CallStatus, GatewayCall, GatewayMode, GatewayResponse
 from flows.models.providers import ApiToken, LLMCall, ModelWindow, ProviderConfig, ProviderKind, hash_token
 from flows.models.settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerSettings
 
 __all__ = [
-    "AGENT_TYPES", "MESSAGE_COLUMNS", "ROLES", "Agent", "AppendOnlyError", "Chain", "ChainView", "Flow", "FlowStatus",
+    "AGENT_TYPES", "MESSAGE_COLUMNS", "ROLES", "SESSION_ID_CHARS", "Agent", "AppendOnlyError", "Chain", "ChainView",
+    "Flow", "FlowStatus",
     "MemoryNote", "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall",
     "ModelWindow", "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode",
-    "SettingsChange", "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode",
+    "SettingsChange", "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode", "GatewayResponse",
 ]

@@ -11,10 +11,12 @@ from flows.models.fields import NulSafeJSONDecoder, NulSafeJSONEncoder, storable
 # Agent text may contain NUL characters, which PostgreSQL's jsonb refuses: store them escaped (see fields.py).
 SAFE_JSON = {"encoder": NulSafeJSONEncoder, "decoder": NulSafeJSONDecoder}
 
+# PentAGI's agent types (its prompt templates), the primary agent first: the type of an agent nobody named.
 AGENT_TYPES = [
     "primary_agent", "pentester", "coder", "installer", "searcher", "memorist", "enricher",
-    "generator", "refiner", "reporter", "adviser", "reflector", "assistant",
+    "generator", "refiner", "reporter", "adviser", "reflector", "assistant", "summarizer", "tool_call_fixer",
 ]
+SESSION_ID_CHARS = 200  # the longest session id an agent may send (X-Session-Id and its kin, or /s/<id>/v1/)
 ROLES = ["system", "user", "assistant", "tool"]
 # The message keys that have their own column; any other key of a message is kept in Message.extra.
 MESSAGE_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning")
@@ -51,6 +53,10 @@ class Flow(models.Model):
                                   help_text="Model the agents call, e.g. gpt-4o; decides the context window.")
     provider = models.ForeignKey("flows.ProviderConfig", null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="flows", help_text="Endpoint used for summaries; empty = default.")
+    # The gateway puts every call of one agent run that names a session (X-Session-Id, /s/<id>/v1/...) into
+    # the owner's flow of that session: unique per owner, so a session id never joins two users' calls.
+    session_id = models.CharField(max_length=SESSION_ID_CHARS, blank=True, default="",
+                                  help_text="the agent run's session id at the gateway; empty = none")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -58,6 +64,10 @@ class Flow(models.Model):
 
     class Meta:
         ordering = ["-updated_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "session_id"], condition=~models.Q(session_id=""),
+                                    name="one_flow_per_owner_session"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.title} (#{self.pk})"
@@ -253,6 +263,9 @@ class SummaryEvent(models.Model):
     duration_ms = models.IntegerField(default=0)
     covered = models.JSONField(default=list, help_text="raw seq ranges [[from, to], ...] the summaries replace")
     summary_text = storable_text_field(blank=True, default="")
+    retention = models.JSONField(null=True, blank=True, help_text="{'score', 'counted', 'kept', 'lost': "
+                                 "[{'kind', 'value'}], 'lost_secret'}: what the new view kept of the replaced "
+                                 "messages' findings and identifiers (None: nothing was replaced)", **SAFE_JSON)
     settings_snapshot = models.JSONField(default=dict)
     view = models.ForeignKey(ChainView, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
     raw_seq_to = models.IntegerField(default=0, help_text="newest raw seq the event worked on")

@@ -1,4 +1,4 @@
-"""What the gateway (`/v1/chat/completions`) records: one row per model call made through it."""
+"""What the gateway (`/v1/`) records: one row per model call, and Responses API answers by our own id."""
 from __future__ import annotations
 
 from django.conf import settings
@@ -64,3 +64,30 @@ class GatewayCall(models.Model):
 
     def __str__(self) -> str:
         return f"gateway call #{self.pk} ({self.mode}, {self.status})"
+
+
+class GatewayResponse(models.Model):
+    """An OpenAI Responses answer (`/v1/responses`) under our own id: whose it is, where it sits, what it stands for.
+
+    The agent only ever sees `response_id` (ours); `upstream_id` is the upstream's id for the same answer
+    (usable as the upstream's `previous_response_id` only when `upstream_stored`). The conversation through
+    this answer is the raw messages of `chain` up to `seq_to` when they hash to `history_hash` (the prefix hash
+    of the agent's conversation through its output, see flows/gateway/prefixes.py), so a stateful client's
+    `previous_response_id` resolves without the agent resending anything. `body` is the response object as the
+    agent got it; a DELETE sets `deleted_at` (the chain's messages are never deleted: raw history is kept).
+    """
+
+    response_id = models.CharField(max_length=64, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    call = models.OneToOneField(GatewayCall, on_delete=models.CASCADE, related_name="response")
+    chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="+")
+    seq_to = models.IntegerField(help_text="raw seq of the conversation's last message through this response")
+    history_hash = models.CharField(max_length=32, help_text="prefix hash of the conversation through its output")
+    upstream_id = models.CharField(max_length=200, blank=True, default="")
+    upstream_stored = models.BooleanField(default=False, help_text="the upstream keeps it (store was not false)")
+    body = models.JSONField(**SAFE_JSON)
+    created_at = models.DateTimeField(auto_now_add=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"response {self.response_id} (call #{self.call_id})"

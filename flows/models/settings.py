@@ -70,6 +70,12 @@ class SummarizerSettings(models.Model):
     max_qa_bytes = setting_field("max_qa_bytes")
     keep_qa_sections = setting_field("keep_qa_sections")
 
+    # --- When to summarize: PentAGI's byte budgets, or only when the model's window needs it ---
+    strategy = setting_field("strategy")
+    window_trigger_percent = setting_field("window_trigger_percent")
+    window_margin_percent = setting_field("window_margin_percent")
+    window_input_tokens = setting_field("window_input_tokens")
+
     # --- Compaction: fitting the model's window (tokens) ---
     compaction_enabled = setting_field("compaction_enabled")
     reserve_tokens = setting_field("reserve_tokens")

@@ -19,7 +19,7 @@ from flows.core import MAX_INSTRUCTIONS_CHARS, plain_text_problem
 from flows.engine import FORMATS, is_estimate
 from flows.models import ROLES, Chain
 from flows.pages.chain_layout import layout_bands, raw_row
-from flows.pages.charts import bytes_chart, tokens_chart
+from flows.pages.charts import bytes_chart, retention_chart, tokens_chart
 from flows.pages.lookup import chain_or_404
 from flows.pages.selectors import (
     EVENTS_SHOWN,
@@ -120,6 +120,7 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
         "tokens_estimated": is_estimate(flow.model_name or None),
         "bytes_chart": bytes_chart(history=history, prefix=prefix),
         "tokens_chart": tokens_chart(history=history, last_seq=chain.last_seq, window=window.window, reserve=reserve),
+        "retention_chart": retention_chart(history=history, last_seq=chain.last_seq),
         "events": events, "events_total": events_total, "selected": selected,
         "events_all_url": "?" + _query_with(request, events="all") + "#events-h",
         "view_versions": len(history["views"]), "formats": FORMATS,

@@ -5,6 +5,10 @@ Two charts over the chain's history (x = raw seq, i.e. how far the agent had got
   size after for the same seq, which draws the vertical drops of the compaction saw-tooth;
 - tokens: the view's tokens vs the model window and the window minus the reserved output.
 
+A third chart draws each compaction's retention score (issue 23): the share of the replaced messages' findings
+and identifiers the new view still carried, in percent, at the seq it ran; a point whose compaction lost a
+credential or hash says so in its tooltip.
+
 Every point carries a tooltip (an SVG <title>), the seq axis has a tick every quarter, and the model view is
 drawn as equal to the raw chain up to the first summarization, so an imported chain summarized once shows the
 raw growth and then one drop rather than a lone vertical line.
@@ -14,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHART_WIDTH", "CHART_HEIGHT", "MAX_POINTS", "RAW_SAMPLES", "Chart", "bytes_chart", "tokens_chart"]
+__all__ = ["CHART_WIDTH", "CHART_HEIGHT", "MAX_POINTS", "RAW_SAMPLES", "Chart", "bytes_chart", "tokens_chart",
+           "retention_chart"]
 
 CHART_WIDTH = 640
 CHART_HEIGHT = 150
@@ -98,7 +103,7 @@ def _marks(chart: Chart, points: list[tuple[int, int]], name: str) -> list[dict[
         if i % stride and i != len(points) - 1:
             continue
         cx, cy = _xy(chart, x, y)
-        value = _kb(y) if chart.unit == "bytes" else f"{y:,} tokens"
+        value = _kb(y) if chart.unit == "bytes" else f"{y}% kept" if chart.unit == "percent" else f"{y:,} tokens"
         out.append({"cx": f"{cx:.1f}", "cy": f"{cy:.1f}", "title": f"{name} at seq {x:,}: {value}"})
     return out
 
@@ -180,4 +185,23 @@ def tokens_chart(*, history: dict[str, list[dict[str, Any]]], last_seq: int, win
         for name, css, value in limits:
             y = chart.plot_bottom - h * value / max(chart.y_max, 1)
             chart.lines.append({"name": name, "css": css, "y": f"{y:.1f}", "value": value})
+    return chart
+
+
+def retention_chart(*, history: dict[str, list[dict[str, Any]]], last_seq: int) -> Chart:
+    """Retention score per compaction over the chain (events without a score replaced nothing: not drawn)."""
+    chart = Chart(title="Findings and identifiers kept per compaction", unit="percent", x_max=last_seq, y_max=100)
+    scored = [e for e in history["events"] if isinstance(e.get("retention"), dict)]
+    points = [(e["raw_seq_to"], round(100 * float(e["retention"].get("score", 1.0)))) for e in scored]
+    chart.empty = not points
+    marks = _marks(chart, points, "compaction")
+    for mark, event in zip(marks if len(marks) == len(points) else [], scored, strict=False):
+        mark["title"] = f"event #{event['id']} ({event['trigger']}): {mark['title']}"
+        if event["retention"].get("lost_secret"):
+            mark["title"] += " — lost a credential or hash"
+    chart.series = [{"name": "kept", "css": "view", "points": _scale(chart, points),
+                     "last": points[-1][1] if points else 0, "marks": marks}]
+    lost = sum(1 for e in scored if e["retention"].get("lost_secret"))
+    chart.note = (f"{lost} compaction{'s' if lost != 1 else ''} lost a credential or hash: see the events table."
+                  if lost else "No compaction lost a credential or hash.")
     return chart

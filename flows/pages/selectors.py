@@ -197,7 +197,7 @@ def view_history(*, chain: Chain) -> dict[str, list[dict[str, Any]]]:
                  .values("version", "raw_seq_to", "byte_size", "token_count"))
     events = list(SummaryEvent.objects.filter(chain=chain, outcome="ok").order_by("id")
                   .values("id", "raw_seq_to", "bytes_before", "bytes_after", "tokens_before", "tokens_after",
-                          "trigger"))
+                          "trigger", "retention"))
     return {"views": views, "events": events}
 
 

@@ -42,6 +42,7 @@ PREVIEW_CHAIN_CHOICES = 50
 PREVIEW_PARTIAL = "flows/partials/preview.html"
 PARTIAL_HEADER = "X-Partial"  # "preview": answer with the preview section only (static/js/settings.js)
 GROUP_TITLES = {"summarizer": "Chain summarizer (PentAGI, sizes in bytes)",
+                "strategy": "When to summarize: PentAGI's byte budgets or the model's window",
                 "compaction": "Compaction: fitting the model's window (tokens)"}
 
 

@@ -68,7 +68,22 @@ def _compact_step(state: ChainState, event: SummaryEvent, instructions: str) -> 
                            keep_recent_tokens=row.keep_recent_tokens, model=state.model or None,
                            window_tokens=window[0] if window else None, **policy_options(row))
 
-    return compute_step(state, step, before, lineage, run)
+    step = compute_step(state, step, before, lineage, run)
+    if step.outcome == Outcome.OK:
+        step.reason = _compact_reason(state, event, tokens)
+    return step
+
+
+def _compact_reason(state: ChainState, event: SummaryEvent, tokens: int) -> str:
+    """Why a compaction ran, in words and numbers (issue 23)."""
+    kept = state.row.keep_recent_tokens
+    tail = f"kept the newest {kept:,} tokens" if kept > 0 else "hard checkpoint (keep_recent_tokens 0)"
+    if event.trigger == Trigger.BYTE_GUARD:
+        size = active_bytes(state.chain)
+        return (f"active transcript {size:,} bytes >= max_active_transcript_bytes "
+                f"{state.row.max_active_transcript_bytes:,}: view of {tokens:,} tokens compacted, {tail}")
+    focus = " with focus instructions" if event.instructions else ""
+    return f"compaction requested{focus}: view of {tokens:,} tokens summarized, {tail}"
 
 
 # ----------------------------------------------------------------------------------------------- manual

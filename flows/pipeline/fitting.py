@@ -32,7 +32,8 @@ from flows.pipeline.runs import (
 )
 from flows.pipeline.summarizers import SummarizeFn, summarizer_for
 
-__all__ = ["hook_before", "policy_options", "compute_step", "run_fit", "fit_step", "chain_fit"]
+__all__ = ["hook_before", "policy_options", "compute_step", "run_fit", "fit_step", "chain_fit", "fit_reason",
+           "tokens_words"]
 
 Msg = dict[str, Any]
 
@@ -46,6 +47,26 @@ def policy_options(row: SummarizerSettings) -> dict[str, Any]:
     """Identifier policy and compaction provider of a settings row, as the engine's keyword arguments."""
     return {"identifier_policy": row.identifier_policy, "identifier_instructions": row.identifier_instructions,
             "provider": row.compaction_provider or None}
+
+
+def tokens_words(n: int) -> str:
+    """Tokens as a person reads them: "812", "15.2k", "1.05M"."""
+    if n < 1000:
+        return f"{n:,}"
+    return f"{n / 1000:.1f}k" if n < 1_000_000 else f"{n / 1_000_000:.2f}M"
+
+
+def fit_reason(*, tokens: int, reserve: int, window: int, trigger: str, observed_tokens: int | None) -> str:
+    """Why a fit ran, in words and numbers: "view 15.2k tokens + 2.0k reserve > window 16.4k"."""
+    if observed_tokens is not None:
+        return (f"the provider reported the context too large ({tokens_words(observed_tokens)} tokens "
+                f"observed, window {tokens_words(window)}): forced fit")
+    if trigger == Trigger.OVERFLOW:
+        return f"context overflow reported: forced fit of view {tokens_words(tokens)} tokens to window " \
+               f"{tokens_words(window)}"
+    relation = ">" if tokens + reserve > window else "<="
+    return (f"view {tokens_words(tokens)} tokens + {tokens_words(reserve)} reserve {relation} window "
+            f"{tokens_words(window)}")
 
 
 def _leaving(before: list[Msg], after: list[Msg]) -> list[Msg]:
@@ -111,6 +132,9 @@ def run_fit(state: ChainState, event: SummaryEvent, messages: list[Msg], lineage
                              **policy_options(row))
 
     step = compute_step(state, step, messages, lineage, run)
+    if step.outcome == Outcome.OK:
+        step.reason = fit_reason(tokens=tokens_before, reserve=reserve_tokens, window=window_tokens,
+                                 trigger=event.trigger, observed_tokens=observed_tokens)
     if step.outcome == Outcome.SKIPPED:
         step.reason = "already fits the window" if observed_tokens is None else "nothing left to compact"
     return step

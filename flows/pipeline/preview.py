@@ -9,23 +9,23 @@ import copy
 import random
 from typing import Any
 
-from flows.config import settings_for, settings_validate, summarizer_config_for
+from flows.config import settings_for, settings_validate
 from flows.engine import (
     ContextTooLarge,
     fit_to_window,
     is_case_insensitive_id,
     make_extractive,
     missing_identifiers,
-    summarize_chain,
 )
 from flows.models import Chain, SummarizerSettings
 from flows.pipeline import view_records as records
 from flows.pipeline.memory import identifier_text
 from flows.pipeline.preview_cache import ChainData, cached_summarizer, chain_data, identifiers_of
 from flows.pipeline.runs import view_current, window_for
+from flows.pipeline.strategy import summarize_by_strategy
 from flows.pipeline.summarizers import SummarizeFn
 
-__all__ = ["PREVIEW_SEED", "chain_preview", "identifier_retention"]
+__all__ = ["PREVIEW_SEED", "chain_preview", "identifier_retention", "InputCounter"]
 
 PREVIEW_SEED = 0
 
@@ -39,6 +39,18 @@ def _effective_row(chain: Chain, settings: dict[str, Any]) -> SummarizerSettings
     for name, value in cleaned.items():
         setattr(row, name, value)
     return row
+
+
+class InputCounter:
+    """A summarize callable that counts what it is sent: the calls and UTF-8 input bytes a run would bill."""
+
+    def __init__(self, summarize: SummarizeFn) -> None:
+        self.summarize, self.calls, self.input_bytes = summarize, 0, 0
+
+    def __call__(self, prompt: str) -> str:
+        self.calls += 1
+        self.input_bytes += len(prompt.encode("utf-8"))
+        return self.summarize(prompt)
 
 
 def identifier_retention(data: ChainData, view: list[dict[str, Any]], lineage: list[list[int]],
@@ -88,14 +100,16 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
     model = chain.agent.flow.model_name or None
     data = chain_data(chain=chain, model=model)
     raw, seqs = copy.deepcopy(data.raw), data.seqs  # the cached messages must outlive whatever the engine does
-    summarize = cached_summarizer(make_extractive())  # deterministic, so a repeated prompt has the same answer
-    result = summarize_chain(raw, summarizer_config_for(row), summarize, id_template=chain.tool_call_id_template
-                             or None, lineage_in=[[s] for s in seqs], rng=random.Random(PREVIEW_SEED))
-    view, lineage, calls = result.messages, [list(x) for x in result.lineage], result.calls
+    # deterministic, so a repeated prompt has the same answer; counted, so the page shows what the run would bill
+    summarize = InputCounter(cached_summarizer(make_extractive()))
+    result = summarize_by_strategy(raw, flow=chain.agent.flow, row=row, summarize=summarize,
+                                   id_template=chain.tool_call_id_template or None, lineage_in=[[s] for s in seqs],
+                                   rng=random.Random(PREVIEW_SEED))
+    view, lineage = result.messages, [list(x) for x in result.lineage]
     window: dict[str, Any] = {"known": False}
     if result.error is None:
-        view, lineage, fit_calls, window = _fit(chain, row, view, lineage, summarize)
-        calls += fit_calls
+        view, lineage, _fit_calls, window = _fit(chain, row, view, lineage, summarize)
+    window["strategy"] = result.stats.get("window") or {"strategy": "pentagi"}
     fresh = records.fresh_mask(view, raw)
     bytes_before, bytes_after = data.bytes, records.view_bytes(view)
     tokens_before, tokens_after = data.tokens, records.view_tokens(view, model=model)
@@ -104,7 +118,8 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
         "view": view, "lineage": lineage, "sections": records.section_records(view, lineage), "window": window,
         "error": result.error,
         "stats": {"bytes_before": bytes_before, "bytes_after": bytes_after, "tokens_before": tokens_before,
-                  "tokens_after": tokens_after, "calls": calls, "bytes_saved": bytes_before - bytes_after,
+                  "tokens_after": tokens_after, "calls": summarize.calls, "input_bytes": summarize.input_bytes,
+                  "bytes_saved": bytes_before - bytes_after,
                   "tokens_saved": tokens_before - tokens_after,
                   "identifier_retention": identifier_retention(data, view, lineage, fresh)},
         "current": ({"bytes": current.byte_size, "tokens": current.token_count, "messages": len(current.messages)}

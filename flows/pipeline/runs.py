@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from flows.config import model_window_for, settings_for
 from flows.core import broadcast
-from flows.engine import effective_reserve
+from flows.engine import effective_reserve, retention_of
 from flows.models import (
     Chain,
     ChainView,
@@ -181,6 +181,12 @@ def _announce(event: SummaryEvent, compactions: int) -> None:
             "duration_ms": event.duration_ms, "compactions": compactions})
 
 
+def _retention(step: RunStep) -> dict[str, Any] | None:
+    """What the new view kept of the replaced messages' findings and identifiers (None: nothing replaced)."""
+    replaced = [m for m, gone in zip(step.before, records.fresh_mask(step.before, step.after), strict=False) if gone]
+    return retention_of(replaced, step.after).as_dict() if replaced else None
+
+
 def event_finish(step: RunStep, *, chain: Chain, snapshot: dict[str, Any], raw_seq_to: int,
                  view: ChainView | None) -> SummaryEvent:
     """Fill in the event of a step (creating it when the step had none)."""
@@ -194,6 +200,7 @@ def event_finish(step: RunStep, *, chain: Chain, snapshot: dict[str, Any], raw_s
     event.calls, event.duration_ms = step.calls, step.duration_ms
     event.covered = records.covered_ranges(step.lineage, mask) if step.outcome == Outcome.OK else []
     event.summary_text = records.summary_text(step.after, mask) if step.outcome == Outcome.OK else ""
+    event.retention = _retention(step) if step.outcome == Outcome.OK else None
     event.raw_seq_to, event.view, event.finished_at = raw_seq_to, view, timezone.now()
     event.save()
     return event

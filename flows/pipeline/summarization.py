@@ -2,15 +2,16 @@
 
 `chain_summarize` is what the `flows.summarize_chain` task runs. It first honours the byte guard (a compaction
 that rotates the chain into a successor when the active segment is too large), then summarizes *view + new
-raw* with the engine's `summarize_chain`, fits the result to the window when the window is known, and saves
-both steps in one version-checked transaction (`runs.view_save`).
+raw* with the engine (PentAGI's `summarize_chain`, or the window-aware strategy when the `strategy` setting says
+so: `strategy.summarize_by_strategy`), fits the result to the window when the window is known, and saves both
+steps in one version-checked transaction (`runs.view_save`).
 """
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from flows.config import settings_values, summarizer_config_for
-from flows.engine import summarize_chain
+from flows.config import settings_values
 from flows.models import Outcome, SummaryEvent, Trigger
 from flows.pipeline import view_records as records
 from flows.pipeline.compaction import byte_guard_due, chain_guard
@@ -25,16 +26,26 @@ from flows.pipeline.runs import (
     load_state,
     view_save,
 )
+from flows.pipeline.strategy import skipped_reason, summarize_by_strategy
 from flows.pipeline.summarizers import summarizer_for
 
 __all__ = ["chain_summarize"]
 
 
+def _ran_reason(result: Any) -> str:
+    """The rules that fired, in words and numbers (issue 23); under the window strategy, first why it ran."""
+    window = result.stats.get("window")
+    if window and result.calls:
+        return (f"view {window['tokens_before']:,} tokens > window margin {window['trigger_tokens']:,}: "
+                f"{result.reason}")
+    return str(result.reason)
+
+
 def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
     started, before = time.monotonic(), state.messages
-    result = summarize_chain(before, summarizer_config_for(state.row),
-                             summarizer_for(flow=state.chain.agent.flow, event=event),
-                             id_template=state.chain.tool_call_id_template or None, lineage_in=state.lineage)
+    flow = state.chain.agent.flow
+    result = summarize_by_strategy(before, flow=flow, row=state.row, summarize=summarizer_for(flow=flow, event=event),
+                                   id_template=state.chain.tool_call_id_template or None, lineage_in=state.lineage)
     tokens_before = records.view_tokens(before, model=state.model)
     step = RunStep(trigger=event.trigger, outcome=Outcome.OK, event=event, before=before, calls=result.calls,
                    duration_ms=elapsed_ms(started), tokens_before=tokens_before)
@@ -44,8 +55,9 @@ def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
         return step
     step.after, step.lineage = result.messages, [list(x) for x in result.lineage]
     step.tokens_after = records.view_tokens(step.after, model=state.model)
+    step.reason = _ran_reason(result)
     if result.calls == 0:
-        step.outcome, step.reason = Outcome.SKIPPED, "within the summarizer's byte budgets: nothing summarized"
+        step.outcome, step.reason = Outcome.SKIPPED, skipped_reason(result)
     return step
 
 

@@ -4,6 +4,7 @@ Owns the summarizer itself and its layout (`briefing`), the reading of a summary
 (`entries`), what a line carries: signal, outcome, later references, findings, noise (`facts`), the ranking of
 entries into briefing lines (`collect`), the briefing's sections and how an earlier summary merges into them
 (`sections`), and the ledger of audited findings and identifiers appended to a model's summary (`ledger`),
-which reuses the same reading so both backends keep the same facts.
+which reuses the same reading so both backends keep the same facts, and the retention score of a compaction
+(`retention`): the share of the replaced messages' findings and identifiers the new view still carries.
 Import from the modules; the public names are exported by `summarizer` itself.
 """

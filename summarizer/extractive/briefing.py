@@ -38,7 +38,7 @@ from summarizer.extractive.entries import (
 )
 from summarizer.extractive.facts import byte_size, clip, noise_identifiers, original_spelling
 from summarizer.extractive.sections import BRIEFING_ORDER, BRIEFING_TITLES, IDENTIFIERS_LABEL, heading_group
-from summarizer.identifiers import extract_identifiers, is_case_insensitive_id, missing_identifiers
+from summarizer.identifiers import extract_identifiers, extract_names, is_case_insensitive_id, missing_identifiers
 
 __all__ = ["extractive_summarize", "make_extractive", "prompt_identifiers", "DEFAULT_BUDGET_BYTES"]
 
@@ -221,7 +221,7 @@ def _identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool,
     source = "\n".join(e.text for e in ordered) + "\n" + outside_text(prompt)
     unique: dict[str, str] = {}
     named = named_identifiers(prompt)
-    for identifier in named + extract_identifiers(source):
+    for identifier in named + extract_identifiers(source) + extract_names(source):
         unique.setdefault(identifier.upper() if is_case_insensitive_id(identifier) else identifier, identifier)
     spelled = original_spelling(list(unique.values()), source)
     agent_text = "\n".join(e.text for e in entries if e.kind in ("ai", "call", "task", "summary"))

@@ -166,4 +166,23 @@ def parse_prompt(prompt: str) -> list[Entry]:
         entries += _user_entries(rest) if _BLOCK_RES["summary"].search(rest) else _conversation(rest)
     # The quoted latest request comes last so it counts as the newest ask (summarizer.compact.prompt.latest_ask_block).
     entries += [Entry("task", m.group(1).strip()) for m in asks[-1:] if m.group(1).strip()]
-    return entries
+    return [_printable(e) if e.kind == "result" else e for e in entries]
+
+
+# Control characters other than tab, line ends and ESC (ANSI colours are text), C1 controls and U+FFFD: text
+# has almost none, a binary dump decoded as text is a quarter of them.
+_BINARY_CHAR_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f\ufffd]")
+_BINARY_SHARE = 0.10
+_STRINGS_RE = re.compile(r"[ -~]{6,}")  # what `strings` prints: runs of 6+ printable ASCII characters
+_STRINGS_MAX = 400
+
+
+def _printable(entry: Entry) -> Entry:
+    """A binary-looking tool result read as `strings` would (issue 23: a dump costs seconds per 100 KB and
+    carries nothing but its printable runs), with a note of its size; any other entry as it is."""
+    sample = entry.text[:65_536]
+    if len(sample) < 256 or len(_BINARY_CHAR_RE.findall(sample)) < _BINARY_SHARE * len(sample):
+        return entry
+    runs = _STRINGS_RE.findall(entry.text)
+    note = f"[binary-looking output, {len(entry.text):,} characters; its printable strings follow]"
+    return Entry(entry.kind, "\n".join([note, *runs[:_STRINGS_MAX]]), entry.name)

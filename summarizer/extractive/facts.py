@@ -88,16 +88,29 @@ def clip(text: str, limit: int) -> str:
     return head + (ELLIPSIS if limit >= byte_size(ELLIPSIS) else "")
 
 
+_READABLE_CHARS = 8_000
+_BLOB_RUN_RE = re.compile(r"\S{200,}")
+
+
+def readable(line: str) -> str:
+    """What a classifier reads of a line: all of it, or for a long line (a 5 MB dump, a base64 blob) its
+    words without the blob runs, at most _READABLE_CHARS, so one line never costs seconds (issue 23)."""
+    if len(line) <= _READABLE_CHARS:
+        return line
+    return _BLOB_RUN_RE.sub(" ", line[:16 * _READABLE_CHARS])[:_READABLE_CHARS]
+
+
 def is_strong(line: str) -> bool:
-    return bool(_STRONG_RE.search(_OPTION_SYNOPSIS_RE.sub("", line)))
+    return bool(_STRONG_RE.search(_OPTION_SYNOPSIS_RE.sub("", readable(line))))
 
 
 def is_error(line: str) -> bool:
-    return bool(_ERROR_RE.search(line))
+    return bool(_ERROR_RE.search(readable(line)))
 
 
 def is_negative(line: str) -> bool:
     """A dead end in the agent's words; a sentence that also reports a win ("got X where Y failed") is a win."""
+    line = readable(line)
     return bool(_NEGATIVE_RE.search(line)) and not _POSITIVE_RE.search(line) and not extract_findings(line)
 
 
@@ -115,6 +128,7 @@ def is_constraint(line: str) -> bool:
 
 def score(line: str) -> int:
     """What a line carries: findings, identifiers, result words, errors, versions."""
+    line = readable(line)
     value = 20 if extract_findings(line) else 0
     value += 10 if any(not is_noise_class(i) for i in extract_identifiers(line, limit=3)) else 0
     value += 15 if is_strong(line) else 0
@@ -225,6 +239,18 @@ def original_spelling(identifiers: list[str], source: str) -> list[str]:
     """Identifiers as the source wrote them: extract_identifiers upper-cases hex, a summary must not."""
     out = []
     for identifier in identifiers:
-        match = re.search(re.escape(identifier), source, re.IGNORECASE) if is_case_insensitive_id(identifier) else None
-        out.append(match.group(0) if match else identifier)
+        out.append(_spelled_as_in(identifier, source) if is_case_insensitive_id(identifier) else identifier)
     return out
+
+
+_SPELLING_SEARCH_CHARS = 256  # a longer run (a 5 MB hex blob) is looked up as written: no regex of its size
+
+
+def _spelled_as_in(identifier: str, source: str) -> str:
+    for spelling in (identifier, identifier.lower()):
+        if spelling in source:
+            return spelling
+    if len(identifier) > _SPELLING_SEARCH_CHARS:
+        return identifier
+    match = re.search(re.escape(identifier), source, re.IGNORECASE)
+    return match.group(0) if match else identifier

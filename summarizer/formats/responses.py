@@ -18,6 +18,7 @@ raises FormatError; unknown item types are kept.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from summarizer.formats.common import _canonical, _require
@@ -117,8 +118,12 @@ def _keep(msg: Message, unit: list[Item], *, force: bool) -> Message:
     return with_extension(msg, KEY, {"items": unit} if force or _items_out(msg) != unit else {})
 
 
-def responses_to_messages(doc: Any) -> list[Message]:
-    """Our messages for a Responses request (`instructions` and `input`; a missing input is no message)."""
+def responses_to_messages(doc: Any, *, issued: Iterable[str] = (), first: bool = True) -> list[Message]:
+    """Our messages for a Responses request (`instructions` and `input`; a missing input is no message).
+
+    A request that continues a stored conversation (`previous_response_id`) passes that conversation's call
+    ids as `issued` (its outputs answer them) and `first=False` (its system or developer items are then user
+    input, as they would be mid-conversation)."""
     _require(isinstance(doc, dict), "a Responses request is a JSON object")
     out: list[Message] = []
     if doc.get("instructions") is not None:
@@ -128,7 +133,10 @@ def responses_to_messages(doc: Any) -> list[Message]:
     if isinstance(items, str):
         return [*out, {"role": "user", "content": items, KEY: {"input": "text"}}]
     _require(isinstance(items, list), "'input' must be a string or a list of items")
-    return out + _messages(items, IssuedCalls(), first=not out)
+    calls = IssuedCalls()
+    for call_id in issued:
+        calls.issue(call_id)
+    return out + _messages(items, calls, first=first and not out)
 
 
 def responses_output_messages(items: Any) -> list[Message]:

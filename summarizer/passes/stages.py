@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +53,7 @@ from summarizer.settings.config import SummarizerConfig
 
 __all__ = [
     "Batch", "Outcome", "PassGen", "StageError", "PassContext", "QA_BYTES_MARGIN", "last_section_split",
-    "recent_sections_to_keep", "stage_a", "stage_b", "rotate_section", "stage_c", "run_passes",
+    "recent_sections_to_keep", "size_words", "stage_a", "stage_b", "rotate_section", "stage_c", "run_passes",
 ]
 
 QA_BYTES_MARGIN = 1000  # PentAGI keeps QA sections within max_qa_bytes minus this many bytes
@@ -74,12 +74,20 @@ class StageError(RuntimeError):
     """A summary that the chain depends on could not be produced; the caller keeps the original chain."""
 
 
+PromptBuilder = Callable[[Sequence[Message], Sequence[Message]], str]
+
+
 @dataclass
 class PassContext:
+    """What one run shares across its passes. `build_prompt(humans, messages)` writes a summary prompt:
+    PentAGI's own by default; the window strategy passes one that bounds what the summarizer is sent."""
+
     id_template: str
     rng: random.Random | None = None
     ignored_failures: list[str] = field(default_factory=list)
     issued_ids: set[str] = field(default_factory=set)
+    build_prompt: PromptBuilder = build_summary_prompt
+    reasons: list[str] = field(default_factory=list)  # why each batch was asked for, in words and numbers
 
     def summary_call_id(self, text: str, replaced: Sequence[Message]) -> str:
         """A summary call id: from `rng` when one is given, else derived from the summary and what it replaces,
@@ -91,6 +99,17 @@ class PassContext:
             call_id = generate_id(self.id_template, SUMMARIZATION_TOOL, source)
         self.issued_ids.add(call_id)
         return call_id
+
+
+def size_words(n: int) -> str:
+    """Bytes as a person reads them: "812 B", "54.3 KB", "1.2 MB"."""
+    if n < 1024:
+        return f"{n:,} B"
+    return f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / (1024 * 1024):.1f} MB"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _failed(outcome: Outcome) -> bool:
@@ -123,8 +142,8 @@ def _humans(section: Section) -> list[Message]:
     return [section.header.human] if section.header.human is not None else []
 
 
-def _prompt(section: Section, messages: list[Message]) -> str:
-    return build_summary_prompt(_humans(section), messages)
+def _prompt(section: Section, messages: list[Message], ctx: PassContext) -> str:
+    return ctx.build_prompt(_humans(section), messages)
 
 
 # ---------------------------------------------------------------- Stage A
@@ -133,7 +152,9 @@ def stage_a(ast: ChainAST, keep: int, ctx: PassContext) -> PassGen:
             if sec.body and not (len(sec.body) == 1 and sec.body[0].is_summary)]
     if not jobs:
         return
-    outcomes = yield Batch("a", tuple(_prompt(ast.sections[i], ast.sections[i].body_messages()) for i in jobs))
+    ctx.reasons.append(f"sections {len(ast.sections)} > keep_qa_sections {keep}: "
+                       f"{_plural(len(jobs), 'older section')} condensed to one summary each")
+    outcomes = yield Batch("a", tuple(_prompt(ast.sections[i], ast.sections[i].body_messages(), ctx) for i in jobs))
     failures = [_reason(o) for o in outcomes if _failed(o)]
     if failures:
         raise StageError(f"summary generation failed: {'; '.join(failures)}")
@@ -164,17 +185,40 @@ def last_section_split(header_size: int, pair_sizes: Sequence[int], pair_kinds: 
     return old
 
 
+CUT_MARK = "…"
+
+
+def _within_budget(text: str, max_bp_bytes: int) -> str:
+    """A per-pair summary cut to `max_bp_bytes` UTF-8 bytes (issue 23: a model, or an extractive budget larger
+    than the limit, gave 4.6 KB summaries under a 4,096-byte limit). The cut lands on a line or word boundary
+    in the last half, so a value is whole or gone, and is marked."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bp_bytes:
+        return text
+    room = max(max_bp_bytes - len(CUT_MARK.encode("utf-8")), 0)
+    head = data[:room].decode("utf-8", "ignore")
+    boundary = max(head.rfind("\n"), head.rfind(" "))
+    if boundary >= len(head) // 2:
+        head = head[:boundary].rstrip()
+    return head + CUT_MARK if room else head
+
+
 def _oversized_pairs(section: Section, max_bp_bytes: int, ctx: PassContext) -> PassGen:
     body = section.body
     jobs = [j for j, p in enumerate(body[:-1]) if p.size > max_bp_bytes and not p.is_summary]
     if not jobs:
         return
-    outcomes = yield Batch("b", tuple(_prompt(section, body[j].messages()) for j in jobs))
+    largest = max(body[j].size for j in jobs)
+    ctx.reasons.append(f"tool result {size_words(largest)} > max_bp_bytes {max_bp_bytes:,}: "
+                       f"{_plural(len(jobs), 'oversized pair')} summarized alone")
+    outcomes = yield Batch("b", tuple(_prompt(section, body[j].messages(), ctx) for j in jobs))
     for j, outcome in zip(jobs, outcomes, strict=False):
         if _failed(outcome):  # PentAGI ignores these: the pair simply stays as it was
             ctx.ignored_failures.append(_reason(outcome))
             continue
-        body[j] = _summary_pair([body[j]], outcome, ctx, keep_reasoning=True)
+        summary = _summary_pair([body[j]], _within_budget(outcome, max_bp_bytes), ctx, keep_reasoning=True)
+        if summary.size < body[j].size:  # a summary never grows what it replaces: else the original stays
+            body[j] = summary
 
 
 def rotate_section(section: Section, config: SummarizerConfig, ctx: PassContext) -> PassGen:
@@ -189,7 +233,9 @@ def rotate_section(section: Section, config: SummarizerConfig, ctx: PassContext)
     if old == 0:
         return
     messages = [m for p in body[:old] for m in p.messages()]
-    (outcome,) = yield Batch("b", (_prompt(section, messages),))
+    ctx.reasons.append(f"last section {size_words(section.size)} > last_sec_bytes {config.last_sec_bytes:,}: "
+                       f"{_plural(old, 'oldest pair')} summarized")
+    (outcome,) = yield Batch("b", (_prompt(section, messages, ctx),))
     if _failed(outcome):
         raise StageError(f"last section summary generation failed: {_reason(outcome)}")
     section.body = [_summary_pair(body[:old], outcome, ctx, keep_reasoning=True), *body[old:]]
@@ -238,10 +284,11 @@ def _qa_human(humans: list[Message], summarize_humans: bool) -> Generator[Batch,
     return {"role": "user", "content": outcome}
 
 
-def _qa_ai_text(humans: list[Message], ais: list[Message]) -> Generator[Batch, list[Outcome], str]:
+def _qa_ai_text(humans: list[Message], ais: list[Message],
+                ctx: PassContext) -> Generator[Batch, list[Outcome], str]:
     if not ais:  # nothing the AI said: the summary is empty rather than a prompt about the questions
         return ""
-    (outcome,) = yield Batch("c", (build_summary_prompt(humans, ais),))
+    (outcome,) = yield Batch("c", (ctx.build_prompt(humans, ais),))
     if _failed(outcome):
         raise StageError(f"QA (ai) summary generation failed: {_reason(outcome)}")
     summary: str = outcome
@@ -259,6 +306,12 @@ def _qa_header(old: Sequence[Section], new_human: Message | None) -> Header:
     return Header(first.system, new_human, first.system_lineage, human_lineage if new_human else ())
 
 
+def _qa_reason(sections: int, size: int, config: SummarizerConfig) -> str:
+    if sections > config.max_qa_sections:
+        return f"QA sections {sections} > max_qa_sections {config.max_qa_sections}"
+    return f"chain {size_words(size)} > max_qa_bytes {config.max_qa_bytes:,}"
+
+
 def stage_c(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, *, keep: int | None = None) -> PassGen:
     sections = ast.sections
     keep = config.keep_qa_sections if keep is None else keep
@@ -268,9 +321,11 @@ def stage_c(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, *, keep: 
     old, recent = sections[:len(sections) - kept], sections[len(sections) - kept:]
     if not old or _is_lone_summary(old):
         return
+    ctx.reasons.append(_qa_reason(len(sections), ast.size, config) + f": {_plural(len(old), 'oldest section')} "
+                       "collapsed into one QA section")
     humans = [h for s in old for h in _humans(s)]
     new_human = yield from _qa_human(humans, config.summ_human_in_qa)
-    text = yield from _qa_ai_text(humans, [m for s in old for m in s.body_messages()])
+    text = yield from _qa_ai_text(humans, [m for s in old for m in s.body_messages()], ctx)
     pair = _summary_pair([p for s in old for p in s.body], text, ctx, keep_reasoning=False)
     rebuilt = [Section(Header(human=s.header.human, human_lineage=s.header.human_lineage), s.body) for s in recent]
     ast.sections = [Section(_qa_header(old, new_human), [pair]), *rebuilt]

@@ -37,8 +37,13 @@ class SummarizeResult:
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
+    @property
+    def reason(self) -> str:
+        """Which rules fired, in words and numbers ("" when nothing was summarized)."""
+        return "; ".join(self.stats.get("reasons", []))
 
-class _Run:
+
+class ChainRun:
     """Bookkeeping shared by the sync and async drivers."""
 
     def __init__(self, messages: list[Message], config: SummarizerConfig, id_template: str | None,
@@ -56,6 +61,12 @@ class _Run:
         self.before: dict[str, int] = {"bytes": 0, "sections": 0}
 
     def start(self) -> tuple[ChainAST, PassGen]:
+        ast = self.parse()
+        assert self.ctx is not None
+        return ast, run_passes(ast, self.config, self.ctx)
+
+    def parse(self) -> ChainAST:
+        """Validate and parse the input (force mode) and set up the pass context; no pass runs yet."""
         validate_messages(self.messages)
         self.before["bytes"] = chain_bytes(self.messages)
         template = self.id_template or detect_id_template(self.messages)
@@ -63,7 +74,7 @@ class _Run:
         ast = parse_chain(self.messages, force=True, lineage=self.lineage_in)
         self.before["sections"] = len(ast.sections)
         self.ctx = PassContext(template, self.rng)
-        return ast, run_passes(ast, self.config, self.ctx)
+        return ast
 
     def count(self, batch: Batch) -> None:
         self.calls += len(batch.prompts)
@@ -77,6 +88,7 @@ class _Run:
             "messages_before": len(self.messages), "messages_after": messages_after,
             "calls": self.calls, "summarize_input_bytes": self.prompt_bytes, "stage_calls": dict(self.stage_calls),
             "ignored_failures": list(self.ctx.ignored_failures) if self.ctx else [],
+            "reasons": list(self.ctx.reasons) if self.ctx else [],
         }
 
     def success(self, ast: ChainAST) -> SummarizeResult:
@@ -128,7 +140,7 @@ def summarize_chain(messages: list[Message], config: SummarizerConfig, summarize
     `lineage_in[i]` lists what input message i already stands for (default: [i]); output lineage is
     composed from it. `rng` makes generated summary-call ids reproducible.
     """
-    run = _Run(messages, config, id_template, lineage_in, rng)
+    run = ChainRun(messages, config, id_template, lineage_in, rng)
     if not messages:
         return run.success(ChainAST([]))
     try:
@@ -155,7 +167,7 @@ async def asummarize_chain(messages: list[Message], config: SummarizerConfig, su
                            id_template: str | None = None, lineage_in: Sequence[Sequence[int]] | None = None,
                            rng: random.Random | None = None) -> SummarizeResult:
     """`summarize_chain` for an async callable; concurrent prompts run with asyncio.gather."""
-    run = _Run(messages, config, id_template, lineage_in, rng)
+    run = ChainRun(messages, config, id_template, lineage_in, rng)
     if not messages:
         return run.success(ChainAST([]))
     try:

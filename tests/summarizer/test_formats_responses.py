@@ -112,3 +112,14 @@ def test_any_chain_exports_to_a_request_that_converts_back_to_the_same_request(c
 def test_invalid_requests_raise_a_format_error_saying_why(request_, reason):
     with pytest.raises(FormatError, match=reason):
         import_chain(request_, "responses")
+
+
+def test_input_continuing_a_stored_conversation_answers_its_calls_and_is_not_first():
+    items = [{"type": "function_call_output", "call_id": "call_x", "output": "22/tcp open"},
+             {"role": "developer", "content": "JSON only"}]
+    messages = responses_to_messages({"input": items}, issued=["call_x"], first=False)
+    assert [m["role"] for m in messages] == ["tool", "user"]
+    assert messages[0]["tool_call_id"] == "call_x"
+    assert responses_to_messages({"input": items[1:]})[0]["role"] == "system"  # alone and first: the system
+    with pytest.raises(FormatError, match="never issued"):
+        responses_to_messages({"input": items}, issued=["call_y"], first=False)

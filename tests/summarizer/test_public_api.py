@@ -16,11 +16,12 @@ PUBLIC_NAMES = {
     "call_with_overflow_recovery", "register_compaction_provider", "get_compaction_provider",
     "unregister_compaction_provider", "prune_view", "PruneSettings", "assert_valid_view", "InvalidView",
     "registered_compaction_providers", "window_check", "SettingSpec", "SUMMARIZER_SETTINGS", "parse_bool",
-    "MAX_INSTRUCTION_CHARS", "with_ledger", "is_case_insensitive_id",
+    "MAX_INSTRUCTION_CHARS", "with_ledger", "is_case_insensitive_id", "retention_of", "Retention",
     "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT",
     "anthropic_to_messages", "messages_to_anthropic", "anthropic_response_message", "anthropic_response_content",
     "responses_to_messages", "messages_to_responses", "responses_output_messages", "messages_to_responses_output",
     "request_tokens", "RequestTokens", "observed_context_limit",
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
 }
 
 
