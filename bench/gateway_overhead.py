@@ -7,8 +7,10 @@ each mode, an agent resends its growing history (answer + a new user message per
 timing starts once the first summarization of the whole new history settled);
 the same bodies go straight to the upstream in the same run. Prints p50/p99 of both and of the difference, the
 part of it spent summarizing on the request path (GatewayCall.summarize_ms), and the time to the first streamed
-byte. Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40] [--sizes 10,200] [--modes observe]
-[--think-ms 100] [--no-stream]
+byte. `--wires chat,responses` adds the same rows for `POST /v1/responses` (the history as Responses items,
+stateless: `store: false`, the whole input every call, the upstream's output items resent as they came, as Codex
+does). Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40] [--sizes 10,200] [--modes observe]
+[--think-ms 100] [--no-stream] [--wires chat,responses]
 """
 from __future__ import annotations
 
@@ -28,7 +30,12 @@ from server_harness import HOST, Server  # noqa: E402
 
 SIZES = (10, 200, 2000)
 MODES = ("observe", "manage")
+WIRES = ("chat",)
 ANSWER = {"role": "assistant", "content": "Noted; continuing with the next host."}
+OUTPUT_ITEM = {"type": "message", "id": "msg_bench", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": ANSWER["content"], "annotations": []}]}
+RESPONSE = {"id": "resp_bench", "object": "response", "status": "completed", "model": "bench-model",
+            "output": [OUTPUT_ITEM], "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}
 
 
 class Instant(BaseHTTPRequestHandler):
@@ -45,7 +52,9 @@ class Instant(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if body.get("stream"):
+        if self.path.endswith("/responses"):
+            payload, content_type = responses_answer(bool(body.get("stream")))
+        elif body.get("stream"):
             chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ANSWER["content"]}}]},
                       {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
             payload = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
@@ -61,6 +70,42 @@ class Instant(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
         self.wfile.flush()
+
+
+def responses_answer(stream: bool) -> tuple[bytes, str]:
+    """A Responses answer: the response object, or its semantic events."""
+    if not stream:
+        return json.dumps(RESPONSE).encode(), "application/json"
+    opening = {**RESPONSE, "status": "in_progress", "output": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    events = [{"type": "response.created", "response": opening},
+              {"type": "response.output_item.added", "output_index": 0, "item": {**OUTPUT_ITEM, "content": []}},
+              {"type": "response.content_part.added", "output_index": 0, "content_index": 0, "part": part},
+              {"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+               "delta": ANSWER["content"]},
+              {"type": "response.output_item.done", "output_index": 0, "item": OUTPUT_ITEM},
+              {"type": "response.completed", "response": RESPONSE}]
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events), "text/event-stream"
+
+
+def as_responses(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The chat history as a Responses request's `instructions` and `input` items."""
+    items: list[dict[str, Any]] = []
+    for m in messages[1:]:
+        if m["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": m["tool_call_id"], "output": m["content"]})
+        elif m.get("tool_calls"):
+            items += [{"type": "function_call", "call_id": c["id"], "name": c["function"]["name"],
+                       "arguments": c["function"]["arguments"]} for c in m["tool_calls"]]
+        elif m is ANSWER:
+            items.append(OUTPUT_ITEM)  # the upstream's own output item, resent as it came
+        else:
+            items.append({"role": m["role"], "content": m["content"]})
+    return {"instructions": messages[0]["content"], "input": items, "store": False}
+
+
+def request_body(wire: str, base: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**base, "messages": messages} if wire == "chat" else {**base, **as_responses(messages)}
 
 
 def history(size: int, tag: str) -> list[dict[str, Any]]:
@@ -96,31 +141,32 @@ def pct(values: list[float], q: float) -> float:
 
 
 def run_case(server: Server, upstream_port: int, size: int, mode: str, calls: int, stream: bool,
-             think: float) -> dict[str, Any]:
-    tag = f"{size}-{mode}-{stream}-{time.monotonic_ns()}"
+             think: float, wire: str = "chat") -> dict[str, Any]:
+    tag = f"{size}-{mode}-{stream}-{wire}-{time.monotonic_ns()}"
+    path = "/v1/chat/completions" if wire == "chat" else "/v1/responses"
     messages = history(size, tag)
     gw = http.client.HTTPConnection(HOST, server.port, timeout=120)
     up = http.client.HTTPConnection(HOST, upstream_port, timeout=120)
     headers = {"Authorization": f"Bearer {server.token}", "X-Gateway-Mode": mode}
     base = {"model": "bench-up/bench-model", "stream": stream}
-    *_, chain_id = post(gw, "/v1/chat/completions", {**base, "messages": messages}, headers)  # not timed
+    *_, chain_id = post(gw, path, request_body(wire, base, messages), headers)  # not timed
     settle(gw, server.token, chain_id)
     gateway, direct, gw_first, up_first = [], [], [], []
     for n in range(calls):
         time.sleep(think)  # the agent's own time between calls (its tools, its model); the worker summarizes
         messages = messages + [ANSWER, {"role": "user", "content": f"Next step {n}."}]
-        total, first, _ = post(gw, "/v1/chat/completions", {**base, "messages": messages}, headers)
+        total, first, _ = post(gw, path, request_body(wire, base, messages), headers)
         gateway.append(total)
         gw_first.append(first)
-        total, first, _ = post(up, "/v1/chat/completions", {**base, "model": "bench-model", "messages": messages},
-                               {})
+        total, first, _ = post(up, path, request_body(wire, {**base, "model": "bench-model"}, messages), {})
         direct.append(total)
         up_first.append(first)
     gw.close()
     up.close()
     summarizing = summarize_seconds(server, chain_id)[-calls:]
     beyond = [g - d - s for g, d, s in zip(gateway, direct, summarizing, strict=True)]
-    return {"size": size, "mode": mode, "stream": stream, "gw50": pct(gateway, 0.5), "gw99": pct(gateway, 0.99),
+    return {"size": size, "mode": mode, "stream": stream, "wire": wire,
+            "gw50": pct(gateway, 0.5), "gw99": pct(gateway, 0.99),
             "up50": pct(direct, 0.5), "up99": pct(direct, 0.99),
             "add50": pct(gateway, 0.5) - pct(direct, 0.5), "add99": pct(gateway, 0.99) - pct(direct, 0.99),
             "sum50": pct(summarizing, 0.5), "beyond50": pct(beyond, 0.5),
@@ -153,12 +199,13 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="chain sizes (default 10,200,2000)")
     parser.add_argument("--modes", default=",".join(MODES), help="modes (default observe,manage)")
     parser.add_argument("--no-stream", action="store_true", help="skip the streaming rows")
+    parser.add_argument("--wires", default=",".join(WIRES), help="wire formats: chat, responses (default chat)")
     parser.add_argument("--think-ms", type=float, default=100.0,
                         help="pause before each call, as an agent's own tools and model take; the worker summarizes "
                              "the previous turn meanwhile, as it would between real calls (default 100; 0 makes "
                              "that summarization compete with the timed call)")
     args = parser.parse_args()
-    sizes, modes = [int(s) for s in args.sizes.split(",")], args.modes.split(",")
+    sizes, modes, wires = [int(s) for s in args.sizes.split(",")], args.modes.split(","), args.wires.split(",")
     upstream = ThreadingHTTPServer((HOST, 0), Instant)
     upstream.daemon_threads = True
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
@@ -169,18 +216,22 @@ def main() -> None:
     with Server(db="sqlite", layer="embedded") as server:
         server._manage("shell", "-c", "from flows.models import ProviderConfig; ProviderConfig.objects.create("
                        f"name='bench-up', kind='openai', base_url='http://{HOST}:{port}/v1')")
-        for size in sizes:
-            for mode in modes:
-                rows.append(run_case(server, port, size, mode, args.calls, stream=False, think=args.think_ms / 1000))
-                print(f"done {size} {mode}", file=sys.stderr, flush=True)
-        for mode in [] if args.no_stream else modes:
-            rows.append(run_case(server, port, 200, mode, args.calls, stream=True, think=args.think_ms / 1000))
+        for wire in wires:
+            for size in sizes:
+                for mode in modes:
+                    rows.append(run_case(server, port, size, mode, args.calls, stream=False,
+                                         think=args.think_ms / 1000, wire=wire))
+                    print(f"done {wire} {size} {mode}", file=sys.stderr, flush=True)
+            for mode in [] if args.no_stream else modes:
+                rows.append(run_case(server, port, 200, mode, args.calls, stream=True, think=args.think_ms / 1000,
+                                     wire=wire))
     upstream.shutdown()
-    print("| messages | mode | stream | gateway p50 / p99 ms | direct p50 / p99 ms | added p50 / p99 ms "
+    print("| wire | messages | mode | stream | gateway p50 / p99 ms | direct p50 / p99 ms | added p50 / p99 ms "
           "| of it summarizing p50 ms | added beyond summarizing p50 ms | first byte p50 ms (gateway / direct) |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['size']:,} | {r['mode']} | {'yes' if r['stream'] else 'no'} | {r['gw50']:.1f} / {r['gw99']:.1f} "
+        print(f"| {r['wire']} | {r['size']:,} | {r['mode']} | {'yes' if r['stream'] else 'no'} "
+              f"| {r['gw50']:.1f} / {r['gw99']:.1f} "
               f"| {r['up50']:.1f} / {r['up99']:.1f} | {r['add50']:.1f} / {r['add99']:.1f} | {r['sum50']:.1f} "
               f"| {r['beyond50']:.1f} | {r['ttfb50']:.1f} / {r['up_ttfb50']:.1f} |")
 

@@ -7,10 +7,11 @@ from flows.api.selectors import chain_messages
 from flows.config import settings_values, settings_warnings
 from flows.core import SETTINGS_FIELDS
 from flows.engine import content_text, message_size, parse_chain
-from flows.models import Agent, Chain, Flow, Message, SummarizerSettings, SummaryEvent
+from flows.gateway import chain_agent_loops
+from flows.models import Agent, AgentLoop, Chain, Flow, Message, SummarizerSettings, SummaryEvent
 
 __all__ = ["flow_json", "agent_json", "message_json", "chain_json", "chain_page_json", "chain_view_json", "event_json",
-           "settings_json", "sections_json"]
+           "settings_json", "sections_json", "agent_loop_json"]
 
 HUMAN_PREVIEW_CHARS = 160
 
@@ -81,9 +82,17 @@ def chain_page_json(chain: Chain, *, after_seq: int = 0, limit: int) -> dict[str
     stats: dict[str, Any] = {"raw_messages": totals["messages"], "raw_bytes": totals["bytes"],
                              "raw_tokens": totals["tokens"], "compactions": chain.compactions,
                              "last_seq": chain.last_seq, "view_version": chain.view_version}
+    loops, newest_loops = chain_agent_loops(chain_id=chain.pk)
     return {"id": chain.pk, "agent_id": chain.agent_id, "flow_id": chain.agent.flow_id, "is_active": chain.is_active,
             "tool_call_id_template": chain.tool_call_id_template, "raw": [message_json(r) for r in rows],
-            "has_more": has_more, "next_after_seq": rows[-1].seq if has_more else None, "stats": stats}
+            "has_more": has_more, "next_after_seq": rows[-1].seq if has_more else None, "stats": stats,
+            "loops": loops, "agent_loops": [agent_loop_json(loop) for loop in newest_loops]}
+
+
+def agent_loop_json(loop: AgentLoop) -> dict[str, Any]:
+    fields = ("tool_name", "arguments", "repeats", "in_a_row", "window", "first_seq", "last_seq", "call_id")
+    return {"id": loop.pk, **{f: getattr(loop, f) for f in fields}, "created_at": _ts(loop.created_at),
+            "updated_at": _ts(loop.updated_at)}
 
 
 def chain_json(chain: Chain, *, after_seq: int = 0, limit: int, with_view: bool = True) -> dict[str, Any]:

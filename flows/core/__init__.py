@@ -6,8 +6,10 @@ setting declared once), `text_input` (text the database can hold), `params` (ids
 """
 from flows.core.events import (
     EVENT_TYPES,
+    AgentLoopEvent,
     AppendedUpToEvent,
     ChainRewrittenEvent,
+    FlowAgentAddedEvent,
     HeartbeatEvent,
     abroadcast,
     bind_event_loop,
@@ -59,7 +61,8 @@ from flows.core.text_input import (
 )
 
 __all__ = [
-    "AGENT", "ASSISTANT", "ASSISTANT_FORCED", "AppendedUpToEvent", "COMPACT_CHAIN", "ChainRewrittenEvent",
+    "AGENT", "ASSISTANT", "ASSISTANT_FORCED", "AgentLoopEvent", "AppendedUpToEvent", "FlowAgentAddedEvent",
+    "COMPACT_CHAIN", "ChainRewrittenEvent",
     "EVENT_TYPES", "FIELDS_BY_NAME", "FIT_CHAIN", "HeartbeatEvent", "IDENTIFIER_POLICIES", "JsonBodyError",
     "MAX_INSTRUCTIONS_CHARS", "MAX_JSON_DEPTH",
     "PROFILES", "PRUNING_MODES", "Relay", "SECRET_HEADER", "SETTINGS_FIELDS", "SUMMARIZE_CHAIN", "abroadcast",

@@ -24,7 +24,8 @@ from flows.core.relay import relay_current
 __all__ = [
     "MessageAppendedEvent", "ViewUpdatedEvent", "CompactionStartedEvent", "CompactionCompletedEvent",
     "CompactionSkippedEvent", "CompactionFailedEvent", "GatewayCallEvent", "GatewayCallDeltaEvent",
-    "ChainRewrittenEvent", "ChainEvent", "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES",
+    "ChainRewrittenEvent", "AgentLoopEvent", "FlowAgentAddedEvent",
+    "ChainEvent", "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES",
     "group_name", "broadcast", "abroadcast", "bind_event_loop",
 ]
 
@@ -131,14 +132,37 @@ class ChainRewrittenEvent(TypedDict):
     messages_after: int
 
 
+class AgentLoopEvent(TypedDict):
+    """The agent repeated one tool call `repeats` times (in a row, or within its last `window` calls)."""
+
+    type: Literal["agent.loop"]
+    chain_id: int
+    loop_id: int
+    tool_name: str
+    repeats: int
+    in_a_row: bool
+    window: int
+
+
+class FlowAgentAddedEvent(TypedDict):
+    """A new agent (or a new chain of one) joined the chain's flow: sent to the flow's other active chains, so
+    an open flow page shows it and listens to `new_chain_id`."""
+
+    type: Literal["flow.agent_added"]
+    chain_id: int
+    flow_id: int
+    agent_type: str
+    new_chain_id: int
+
+
 # Named *Event so that `CompactionFailedEvent` (a live notice) is never confused with the engine's exception
 # `summarizer.CompactionFailed`.
 ChainEvent = (MessageAppendedEvent | ViewUpdatedEvent | CompactionStartedEvent | CompactionCompletedEvent
               | CompactionSkippedEvent | CompactionFailedEvent | GatewayCallEvent | GatewayCallDeltaEvent
-              | ChainRewrittenEvent)
+              | ChainRewrittenEvent | AgentLoopEvent | FlowAgentAddedEvent)
 EVENT_TYPES = ("message.appended", "view.updated", "compaction.started", "compaction.completed", "compaction.skipped",
                "compaction.failed", "gateway.call.started", "gateway.call.retried", "gateway.call.finished",
-               "gateway.call.delta", "chain.rewritten")
+               "gateway.call.delta", "chain.rewritten", "agent.loop", "flow.agent_added")
 
 
 class AppendedUpToEvent(TypedDict):

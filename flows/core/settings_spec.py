@@ -85,6 +85,17 @@ COMPACTION_SETTINGS: tuple[SettingSpec, ...] = (
                 "What /v1/chat/completions forwards: 'manage' the summarized view fitted to the window, 'observe' "
                 "the agent's request untouched; a request may override it with the X-Gateway-Mode header.",
                 "", None, None, "compaction", GATEWAY_MODES, 8),
+    SettingSpec("loop_repeats", "int",
+                {AGENT: "GATEWAY_LOOP_REPEATS", ASSISTANT: ASSISTANT_COMPACTION_PREFIX + "GATEWAY_LOOP_REPEATS"},
+                {AGENT: 3, ASSISTANT: 3},
+                "Agent loops: flag a tool call (same name and arguments) that comes this many times in a row, or "
+                "this many times within the last 'loop window' calls; 0 or 1 = off.", "calls", 0, 100,
+                "compaction"),
+    SettingSpec("loop_window", "int",
+                {AGENT: "GATEWAY_LOOP_WINDOW", ASSISTANT: ASSISTANT_COMPACTION_PREFIX + "GATEWAY_LOOP_WINDOW"},
+                {AGENT: 10, ASSISTANT: 10},
+                "Agent loops: how many of the agent's latest tool calls a repeat is counted in; 0 = only repeats in "
+                "a row count.", "calls", 0, 200, "compaction"),
 )
 
 # When the summarizer runs: PentAGI's byte budgets after every turn (exact, the default) or only when the view

@@ -37,7 +37,7 @@ from flows.pipeline import chain_request_compaction
 
 __all__ = [
     "DEMO_MODEL", "DEMO_WINDOW_TOKENS", "DEMO_SETTINGS", "DEMO_HOSTS", "DemoHandle", "demo_start", "demo_stop",
-    "demo_create", "demo_run", "demo_turns", "gateway_turns", "turn_batches",
+    "demo_create", "demo_reuse", "demo_run", "demo_turns", "gateway_turns", "turn_batches",
 ]
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ DEMO_TOKEN_NAME = "demo agent"
 DEMO_WINDOW_TOKENS = 16_384
 DEMO_MAX_OUTPUT_TOKENS = 2_048
 DEMO_HOSTS = ["10.10.5.23", "10.10.5.24", "10.10.5.31", "10.10.5.42"]
+DEMO_TITLE = f"Demo: pentest of {DEMO_HOSTS[0]}"
 DEMO_TURN_SECONDS = 2.0  # pause between turns at speed 1 ("the agent thinks")
 DEMO_MAX_CAMPAIGNS = 40  # about 1,200 messages, then the demo flow finishes
 # Small limits so PentAGI's summarization is visible within the first minute of a 16k-window model.
@@ -149,7 +150,7 @@ def demo_create(*, owner, title: str | None = None) -> tuple[Flow, Chain]:
     """The demo flow, its pentester agent and settings; the demo model's window is registered once."""
     model_window_ensure(model=DEMO_MODEL, context_window=DEMO_WINDOW_TOKENS,
                         max_output_tokens=DEMO_MAX_OUTPUT_TOKENS, source="demo")
-    flow = flow_create(owner=owner, title=title or f"Demo: pentest of {DEMO_HOSTS[0]}", model_name=DEMO_MODEL)
+    flow = flow_create(owner=owner, title=title or DEMO_TITLE, model_name=DEMO_MODEL)
     agent = agent_create(flow=flow, agent_type="pentester", profile="agent")
     settings_save(profile="agent", flow=flow, data=DEMO_SETTINGS, user=owner, source="demo")
     return flow, agent.chains.get(is_active=True)
@@ -194,6 +195,7 @@ def demo_run(*, flow: Flow, chain: Chain, speed: float = 1.0, stop: threading.Ev
     stop = stop or threading.Event()
     pause = DEMO_TURN_SECONDS / max(speed, 0.01)
     agent = _Agent(turns or DirectTurns(chain))
+    agent.history, agent.pending = _resumed_history(chain)  # a reused demo flow: what its chain already holds
     appended = 0
     _set_status(flow.pk, FlowStatus.RUNNING)
     for n in range(campaigns):
@@ -209,6 +211,18 @@ def demo_run(*, flow: Flow, chain: Chain, speed: float = 1.0, stop: threading.Ev
             sleep(pause)
     _set_status(flow.pk, FlowStatus.FINISHED)
     return appended
+
+
+def _resumed_history(chain: Chain) -> tuple[list[Message], list[Message]]:
+    """What a restarted agent holds for a reused chain: its raw messages (sent already) and the results of the
+    tool calls a stop left open (a demo stopped between a model call and its tool results), which go out with
+    the next model call like any tool result, so the gateway threads them onto the chain's head."""
+    raw = chain.raw_messages()
+    answered = {m.get("tool_call_id") for m in raw if m["role"] == "tool"}
+    last_ai = next((m for m in reversed(raw) if m["role"] == "assistant"), None)
+    open_calls = [c for c in (last_ai or {}).get("tool_calls") or [] if c["id"] not in answered]
+    return raw, [{"role": "tool", "tool_call_id": c["id"], "name": c["function"]["name"],
+                  "content": "interrupted: the agent restarted before this tool returned"} for c in open_calls]
 
 
 def gateway_turns(*, owner, chain: Chain, server: str, provider: str = DEMO_PROVIDER_NAME,
@@ -235,10 +249,22 @@ def _thread_main(flow_id: int, chain_id: int, speed: float, stop: threading.Even
         connections.close_all()
 
 
+def demo_reuse(*, owner) -> tuple[Flow, Chain] | None:
+    """The owner's newest demo flow and its active chain, when one exists and no demo is playing it: each
+    restart of the server continues that chain instead of adding another identical "Demo: pentest" flow."""
+    flows = Flow.objects.filter(owner=owner, title=DEMO_TITLE, model_name=DEMO_MODEL).exclude(pk__in=list(_running))
+    for flow in flows.order_by("-id")[:1]:
+        chain = Chain.objects.filter(agent__flow=flow, agent__agent_type="pentester", is_active=True).first()
+        if chain is not None:
+            return flow, chain
+    return None
+
+
 def demo_start(*, owner, speed: float = 1.0, server: str | None = None) -> Flow:
-    """Create a demo flow and play it in a background thread; returns at once. With `server` (the address
-    of this process's own HTTP server, which may still be starting) its model calls go through the gateway."""
-    flow, chain = demo_create(owner=owner)
+    """Play the demo in a background thread (continuing the owner's demo flow, or a new one); returns at once.
+    With `server` (the address of this process's own HTTP server, which may still be starting) its model calls
+    go through the gateway."""
+    flow, chain = demo_reuse(owner=owner) or demo_create(owner=owner)
     turns = FirstCallFallback(gateway_turns(owner=owner, chain=chain, server=server), chain) if server else None
     stop = threading.Event()
     thread = threading.Thread(target=_thread_main, args=(flow.pk, chain.pk, speed, stop, turns), daemon=True,

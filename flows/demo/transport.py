@@ -89,7 +89,7 @@ class DirectTurns:
     """No server to call: the agent's new messages, then the answer, appended as the gateway would."""
 
     def __init__(self, chain: Chain) -> None:
-        self.chain, self.chain_id, self.sent = chain, chain.pk, 0
+        self.chain, self.chain_id, self.sent = chain, chain.pk, chain.last_seq  # a resumed chain is already sent
 
     def call(self, history: list[Message], answer: Message) -> Message:
         if history[self.sent:]:

@@ -7,10 +7,11 @@ middleware, `reads` and `page` show calls, `recovery` closes calls a stopped ser
 """
 from flows.gateway.asgi import GatewayHandler, by_path
 from flows.gateway.page import gateway_call_page
-from flows.gateway.reads import chain_gateway_calls
+from flows.gateway.reads import chain_agent_loops, chain_gateway_calls
 from flows.gateway.recovery import calls_abandoned_after_seconds, gateway_calls_close_interrupted
 
 __all__ = [
-    "gateway_call_page", "GatewayHandler", "by_path", "calls_abandoned_after_seconds", "chain_gateway_calls",
+    "gateway_call_page", "GatewayHandler", "by_path", "calls_abandoned_after_seconds", "chain_agent_loops",
+    "chain_gateway_calls",
     "gateway_calls_close_interrupted",
 ]

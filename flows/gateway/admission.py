@@ -38,6 +38,8 @@ class PreparedCall:
     history: list[dict[str, Any]]  # the request's messages: the chain's raw history once threaded
     caller: str = ""  # the request's API key: whose earlier calls' records it waits for
     protocol: Protocol = CHAT  # the wire format the agent speaks (and the upstream is spoken to in)
+    wire: WireRequest | None = None  # the request as its protocol read it (for the protocol's record hook)
+    last_body: bytes = b""  # what went upstream last (an overflow retry sends a compacted one)
 
 
 def chain_headers(chain: Chain | None) -> dict[str, str]:
@@ -125,4 +127,4 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
                               appended=threaded.appended, sent=sent)
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
                         mode=mode, sent=sent, call=call, history=request.messages,
-                        caller=protocol.api_key(headers) or "", protocol=protocol)
+                        caller=protocol.api_key(headers) or "", protocol=protocol, wire=request)

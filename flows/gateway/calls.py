@@ -27,8 +27,8 @@ from flows.gateway.admission import PreparedCall
 from flows.gateway.fit import gateway_overflow_compact
 from flows.gateway.protocols import StreamReader
 from flows.gateway.records import gateway_call_complete, gateway_call_retried
-from flows.gateway.wire import WireRequest
-from flows.models import CallStatus, GatewayMode
+from flows.gateway.wire import GatewayError, WireRequest
+from flows.models import CallStatus, GatewayCall, GatewayMode
 
 __all__ = ["MAX_OVERFLOW_RETRIES", "DELTA_INTERVAL_SECONDS", "upstream_body", "open_upstream", "complete",
            "stream_events", "finish", "settled"]
@@ -67,7 +67,11 @@ async def finish(prepared: PreparedCall, started: float, *, status: str, http_st
         gateway_call_complete(call=prepared.call, expected_head=prepared.head_hash, history=prepared.history,
                               after_seq=prepared.chain.last_seq, answer=answer, status=status,
                               http_status=http_status, latency_ms=latency_ms, first_byte_ms=first_byte_ms,
-                              usage=usage, error=error)
+                              usage=usage, error=error, then=then)
+
+    def then(call: GatewayCall) -> None:
+        if prepared.wire is not None:
+            prepared.protocol.recorded(prepared.wire, call, answer)
 
     if not hops.in_gateway_handler():
         await asyncio.shield(hops.run(run))
@@ -101,31 +105,46 @@ async def settled(caller: str) -> None:
         await asyncio.wait(list(tasks))
 
 
-async def open_upstream(request: WireRequest, prepared: PreparedCall, deadline: float) -> httpx2.Response:
-    """The upstream response with a success status (headers read), after at most 3 overflow retries."""
-    first = prepared.sent.messages if prepared.mode == GatewayMode.MANAGE else None
-    body = upstream_body(request, prepared, first)
+async def open_upstream(request: WireRequest, prepared: PreparedCall, deadline: float, *,
+                        overflow: str = "") -> httpx2.Response:
+    """The upstream response with a success status (headers read), after at most 3 overflow retries;
+    `overflow` is one the upstream reported inside the previous attempt's stream: compacted first."""
+    if not prepared.last_body:
+        first = prepared.sent.messages if prepared.mode == GatewayMode.MANAGE else None
+        prepared.last_body = upstream_body(request, prepared, first)
     url, headers = prepared.protocol.endpoint(prepared.provider, request)
-    for attempt in range(MAX_OVERFLOW_RETRIES + 1):
+    refused: GatewayError | None = None
+    while True:
+        if overflow:
+            await _shrink(request, prepared, overflow, refused)
         async with asyncio.timeout_at(deadline):
-            response = await upstream.open_post(url, body, headers)
+            response = await upstream.open_post(url, prepared.last_body, headers)
             if response.status_code < 400:
                 return response
             try:
                 raw = await response.aread()
             finally:
                 await response.aclose()
-        text = raw.decode("utf-8", "replace")
-        if attempt == MAX_OVERFLOW_RETRIES or not is_context_overflow_error(text):
-            raise prepared.protocol.upstream_error(response.status_code, raw)
-        sent = await hops.run(gateway_overflow_compact, chain_id=prepared.chain.pk,
-                              observed_tokens=observed_token_count(text))
-        retry = upstream_body(request, prepared, sent.messages)
-        if retry == body:  # the compaction could not shrink it: the same request would fail the same way
-            raise prepared.protocol.upstream_error(response.status_code, raw)
-        await hops.run(gateway_call_retried, call=prepared.call, sent=sent, error=text)
-        body = retry
-    raise AssertionError("unreachable")
+        overflow = raw.decode("utf-8", "replace")
+        refused = prepared.protocol.upstream_error(response.status_code, raw)
+        if not is_context_overflow_error(overflow):
+            raise refused
+
+
+async def _shrink(request: WireRequest, prepared: PreparedCall, overflow: str, refused: GatewayError | None) -> None:
+    """After an overflow: compact (forced, with the token count the error reports) and make the next body;
+    the upstream's refusal when the retries are spent or the compaction could not shrink the request."""
+    given_up = refused or GatewayError(400, f"the upstream reported a context overflow: {overflow[:500]}",
+                                       type_="upstream_error", code="context_length_exceeded")
+    if prepared.call.attempts > MAX_OVERFLOW_RETRIES:
+        raise given_up
+    sent = await hops.run(gateway_overflow_compact, chain_id=prepared.chain.pk,
+                          observed_tokens=observed_token_count(overflow))
+    retry = upstream_body(request, prepared, sent.messages)
+    if retry == prepared.last_body:  # the same request would fail the same way
+        raise given_up
+    await hops.run(gateway_call_retried, call=prepared.call, sent=sent, error=overflow)
+    prepared.last_body = retry
 
 
 async def complete(request: WireRequest, prepared: PreparedCall, started: float) -> bytes:
@@ -141,6 +160,7 @@ async def complete(request: WireRequest, prepared: PreparedCall, started: float)
     except (httpx2.HTTPError, TimeoutError) as exc:
         raise upstream.upstream_error(exc) from None
     answer, usage = prepared.protocol.answer(raw)
+    raw = prepared.protocol.reply(request, raw)
     await finish(prepared, started, status=CallStatus.OK, http_status=200, first_byte_ms=_elapsed_ms(started),
                  answer=answer, usage=usage)
     return raw
@@ -149,19 +169,31 @@ async def complete(request: WireRequest, prepared: PreparedCall, started: float)
 async def stream_events(request: WireRequest, prepared: PreparedCall, response: httpx2.Response,
                         started: float, deadline: float) -> AsyncIterator[bytes]:
     """Forward SSE events as they arrive, assembling the answer; a broken stream ends with an error event."""
-    reader = prepared.protocol.stream_reader(request, manage=prepared.mode == GatewayMode.MANAGE)
+    manage = prepared.mode == GatewayMode.MANAGE
+    reader = prepared.protocol.stream_reader(request, manage=manage)
     first_byte, last_delta, sent_text = None, time.monotonic(), 0
     status, error, reported, usage = CallStatus.FAILED, "", False, None
     answer: dict[str, Any] | None = None
     try:
         async with asyncio.timeout_at(deadline):
-            async for chunk in response.aiter_raw():
-                for event in reader.feed(chunk):
-                    first_byte = first_byte if first_byte is not None else _elapsed_ms(started)
-                    yield event
-                if time.monotonic() - last_delta >= DELTA_INTERVAL_SECONDS:
-                    sent_text, last_delta = await _send_delta(prepared, reader, sent_text), time.monotonic()
-        result = reader.result()
+            while True:
+                async for chunk in response.aiter_raw():
+                    for event in reader.feed(chunk):
+                        first_byte = first_byte if first_byte is not None else _elapsed_ms(started)
+                        yield event
+                    if time.monotonic() - last_delta >= DELTA_INTERVAL_SECONDS:
+                        sent_text, last_delta = await _send_delta(prepared, reader, sent_text), time.monotonic()
+                result = reader.result()
+                if not result.overflow:
+                    break
+                await response.aclose()  # an overflow the agent has not seen yet: compact and retry
+                try:
+                    response = await open_upstream(request, prepared, deadline, overflow=result.overflow)
+                except GatewayError:
+                    for event in reader.release():  # the agent gets the failure as the upstream reported it
+                        yield event
+                    break
+                reader = prepared.protocol.stream_reader(request, manage=manage)
         answer, usage, error, reported = result.answer, result.usage, result.error, result.reported
         if answer is not None:
             status = CallStatus.OK

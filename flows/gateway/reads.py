@@ -6,11 +6,19 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404
 
-from flows.models import Chain, ChainView, GatewayCall, Message
+from flows.models import AgentLoop, Chain, ChainView, GatewayCall, Message
 
-__all__ = ["CALLS_SHOWN", "chain_gateway_calls", "gateway_call_visible", "call_sent_messages", "call_raw_messages"]
+__all__ = ["CALLS_SHOWN", "LOOPS_SHOWN", "chain_gateway_calls", "chain_agent_loops", "gateway_call_visible",
+           "call_sent_messages", "call_raw_messages"]
 
 CALLS_SHOWN = 50
+LOOPS_SHOWN = 10
+
+
+def chain_agent_loops(*, chain_id: int, limit: int = LOOPS_SHOWN) -> tuple[int, list[AgentLoop]]:
+    """How many agent loops the chain has had, and the newest of them (latest repetition first)."""
+    loops = AgentLoop.objects.filter(chain_id=chain_id)
+    return loops.count(), list(loops.order_by("-updated_at", "-pk")[:limit])
 
 
 def chain_gateway_calls(*, chain_id: int, limit: int = CALLS_SHOWN) -> list[GatewayCall]:

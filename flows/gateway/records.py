@@ -1,19 +1,24 @@
 """The record of one gateway call (`GatewayCall`) and its live events: opened, retried, closed."""
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from flows.core import broadcast
 from flows.engine import count_tokens
 from flows.gateway.fit import Msg, SentMessages
+from flows.gateway.loops import agent_loop_check
 from flows.gateway.threads import gateway_answer_append
 from flows.models import Chain, ChainView, GatewayCall, Message, ProviderConfig
 
 __all__ = ["gateway_call_start", "gateway_call_retried", "gateway_call_finish", "gateway_call_complete", "call_cost"]
+
+log = logging.getLogger(__name__)
 
 
 def _call_event(call: GatewayCall, kind: str) -> dict[str, Any]:
@@ -98,10 +103,11 @@ def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, lat
 
 
 def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: list[Msg] | None,
-                          answer: Msg | None, after_seq: int | None = None, **finish: Any) -> GatewayCall:
+                          answer: Msg | None, after_seq: int | None = None,
+                          then: Callable[[GatewayCall], None] | None = None, **finish: Any) -> GatewayCall:
     """The end of a call in one transaction: the complete answer appended (when the chain has not moved on
     meanwhile; see gateway_answer_append) and the call record closed; `finish` are gateway_call_finish's
-    fields."""
+    fields, `then` what the call's wire keeps beside the record (in the same transaction)."""
     with transaction.atomic():
         seq = None
         if answer is not None:
@@ -109,4 +115,19 @@ def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: lis
                                         history=history, after_seq=after_seq)
             if seq is None and not finish.get("error"):
                 finish["error"] = "answer not appended: the chain moved on during the call"
-        return gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)
+            elif seq is not None and answer.get("tool_calls"):
+                _loop_check(call, seq)
+        closed = gateway_call_finish(call=call, response=answer, response_seq=seq, **finish)
+        if then is not None:
+            then(closed)
+        return closed
+
+
+def _loop_check(call: GatewayCall, seq: int) -> None:
+    """Flag an agent loop the answer makes; a failure here is logged, never the call's (own savepoint)."""
+    try:
+        with transaction.atomic():
+            chain = Chain.objects.select_related("agent").get(pk=call.chain_id)
+            agent_loop_check(chain=chain, seq=seq, call_id=call.pk)
+    except DatabaseError:
+        log.exception("agent loop check failed for gateway call %s", call.pk)

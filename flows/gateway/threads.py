@@ -12,7 +12,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from flows.core import ChainRewrittenEvent, broadcast
+from flows.core import ChainRewrittenEvent, FlowAgentAddedEvent, broadcast
 from flows.gateway.prefixes import (
     EMPTY_HASH,
     Match,
@@ -37,6 +37,7 @@ __all__ = ["MAX_THREAD_ATTEMPTS", "ChainNotFound", "ThreadResult", "gateway_thre
 
 MAX_THREAD_ATTEMPTS = 3
 TITLE_CHARS = 80
+MAX_ANNOUNCED_CHAINS = 20  # as many chains as a flow page listens to (pages.selectors.MAX_LIVE_CHAINS)
 
 Msg = dict[str, Any]
 
@@ -205,12 +206,23 @@ def _session_start(user: Any, session: str, messages: list[Msg], hashes: list[st
         agent = flow.agents.filter(agent_type=agent_type).order_by("pk").first()
         if agent is None:
             agent = agent_create(flow=flow, agent_type=agent_type)
+            transaction.on_commit(lambda: _announce_agent(flow.pk, agent), robust=True)
         chain = _locked(agent.chains.get(is_active=True).pk)
         if not chain.last_seq:
             _append_all(chain, messages, [], **_head(hashes, messages, len(messages)))
             return ThreadResult(chain=chain, appended=len(messages), head_hash=hashes[-1])
     return _rewrite(chain, messages, hashes,
                     why=f"the {agent_type} agent of session {session[:80]!r} started a new conversation")
+
+
+def _announce_agent(flow_id: int, agent: Agent) -> None:
+    """The flow's other active chains hear that `agent` joined (an open flow page listens to them)."""
+    new_chain = agent.chains.get(is_active=True).pk
+    siblings = Chain.objects.filter(agent__flow_id=flow_id, is_active=True).exclude(pk=new_chain)
+    for chain_id in siblings.values_list("pk", flat=True)[:MAX_ANNOUNCED_CHAINS]:
+        event: FlowAgentAddedEvent = {"type": "flow.agent_added", "chain_id": chain_id, "flow_id": flow_id,
+                                      "agent_type": agent.agent_type, "new_chain_id": new_chain}
+        broadcast(chain_id, event)
 
 
 def _rewrite(previous: Chain, messages: list[Msg], hashes: list[str], why: str = "") -> ThreadResult:

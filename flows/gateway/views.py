@@ -14,12 +14,12 @@ from django.views.decorators.csrf import csrf_exempt
 from flows.config import model_window_for, provider_for
 from flows.gateway import calls, hops, upstream
 from flows.gateway.admission import PreparedCall, authenticate_bearer, authenticate_key, chain_headers, prepare_call
-from flows.gateway.protocols import CHAT, Protocol
+from flows.gateway.protocols import CHAT, RESPONSES, Protocol
 from flows.gateway.sessions import call_headers
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.models import CallStatus, ProviderConfig, ProviderKind
 
-__all__ = ["chat_completions", "model_call", "models", "unknown"]
+__all__ = ["chat_completions", "responses", "model_call", "models", "unknown"]
 
 JSON = "application/json"
 
@@ -41,6 +41,12 @@ def _method_not_allowed(allowed: str, protocol: Protocol = CHAT) -> HttpResponse
 @csrf_exempt
 async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return await model_call(request, CHAT)
+
+
+@csrf_exempt
+async def responses(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """`POST /v1/responses`: OpenAI's Responses API (our response ids: gateway/response_store.py)."""
+    return await model_call(request, RESPONSES)
 
 
 async def model_call(request: HttpRequest, protocol: Protocol) -> HttpResponse | StreamingHttpResponse:
@@ -92,7 +98,7 @@ def _admit(protocol: Protocol, headers: dict[str, str], body: bytes | None,
     if body is None:
         raise GatewayError(413, f"request body over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes (the server's "
                                 "MAX_REQUEST_BYTES)", code="request_too_large")
-    wire = protocol.parse(body, headers, query)
+    wire = protocol.resolve(protocol.parse(body, headers, query), user)
     return wire, prepare_call(user, headers, wire, protocol)
 
 
@@ -151,6 +157,6 @@ def _default_first() -> list[ProviderConfig]:
 
 @csrf_exempt
 async def unknown(request: HttpRequest, rest: str) -> HttpResponse:
-    """Any other /v1/ path: an OpenAI-style 404 an SDK can show (the gateway serves chat completions only)."""
-    return _error(GatewayError(404, f"the gateway serves /v1/chat/completions and /v1/models, not /v1/{rest[:100]}",
-                               code="unknown_url"))
+    """Any other /v1/ path: an OpenAI-style 404 an SDK can show."""
+    return _error(GatewayError(404, f"the gateway serves /v1/chat/completions, /v1/responses and /v1/models, not "
+                               f"/v1/{rest[:100]}", code="unknown_url"))

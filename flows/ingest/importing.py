@@ -36,21 +36,24 @@ def chain_import(*, owner, data: Any, fmt: str | None = None, title: str = "", m
     if not model_name and isinstance(data, dict) and isinstance(data.get("model"), str):
         model_name = data["model"]
     batch = validate_batch(messages, MAX_IMPORT_MESSAGES)
-    done = check_pairing(Tail(empty=True, calls={}, answered=set(), open_pair=False), batch)
+    check_pairing(Tail(empty=True, calls={}, answered=set(), open_pair=False), batch)
     with transaction.atomic():
         flow = flow_create(owner=owner, title=title or "Imported chain", model_name=model_name)
         agent = agent_create(flow=flow, agent_type=agent_type, profile=profile)
         chain = agent.chains.get(is_active=True)
     try:
-        _import_rows(chain, batch, model_name, turn_done=done)
+        _import_rows(chain, batch, model_name)
     except BaseException:
         flow.delete()  # all or nothing: the rows written so far go with their flow
         raise
     return chain
 
 
-def _import_rows(chain: Chain, batch: list[dict[str, Any]], model: str, *, turn_done: bool) -> None:
-    """Write an import in chunks, each its own short transaction.
+def _import_rows(chain: Chain, batch: list[dict[str, Any]], model: str) -> None:
+    """Write an import in chunks, each its own short transaction, then queue the chain's summarization.
+
+    An import is a finished history whatever its last message (half the corpus ends on a user's request):
+    no agent turn will ever complete it, so waiting for one left the chain without a view until a restart.
 
     On SQLite a transaction holds the database's only write lock: a 20,000-message import in one transaction
     (token counting included) held it for tens of seconds, and every append, page save and summarization
@@ -66,5 +69,5 @@ def _import_rows(chain: Chain, batch: list[dict[str, Any]], model: str, *, turn_
         template = id_template(chain, batch)
         Chain.objects.filter(pk=chain.pk).update(last_seq=len(rows), tool_call_id_template=template,
                                                  raw_tokens=tokens, updated_at=timezone.now())
-        transaction.on_commit(lambda: after_append(chain.pk, rows, turn_done), robust=True)
+        transaction.on_commit(lambda: after_append(chain.pk, rows, True), robust=True)
     chain.last_seq, chain.tool_call_id_template, chain.raw_tokens = len(rows), template, tokens

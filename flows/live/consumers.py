@@ -89,6 +89,7 @@ class ChainConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=4404)
             return
         if not socket_acquire(user.pk):
+            await self.accept()  # a refused handshake reaches a browser as 1006: accept, so it reads why
             await self.close(code=CLOSE_TOO_MANY)
             return
         self.slot_user_id = user.pk

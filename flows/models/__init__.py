@@ -20,7 +20,7 @@ from flows.models.chains import (
     Trigger,
     ViewSection,
 )
-from flows.models.gateway import CallStatus, GatewayCall, GatewayMode, GatewayResponse
+from flows.models.gateway import AgentLoop, CallStatus, GatewayCall, GatewayMode, GatewayResponse
 from flows.models.providers import ApiToken, LLMCall, ModelWindow, ProviderConfig, ProviderKind, hash_token
 from flows.models.settings import IdentifierPolicy, PruningMode, SettingsChange, SummarizerSettings
 
@@ -29,5 +29,6 @@ __all__ = [
     "Flow", "FlowStatus",
     "MemoryNote", "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall",
     "ModelWindow", "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode",
-    "SettingsChange", "SummarizerSettings", "CallStatus", "GatewayCall", "GatewayMode", "GatewayResponse",
+    "SettingsChange", "SummarizerSettings", "AgentLoop", "CallStatus", "GatewayCall",
+    "GatewayMode", "GatewayResponse",
 ]

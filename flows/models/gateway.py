@@ -66,6 +66,30 @@ class GatewayCall(models.Model):
         return f"gateway call #{self.pk} ({self.mode}, {self.status})"
 
 
+class AgentLoop(models.Model):
+    """An agent repeating one tool call (same name and arguments), seen by the gateway: one row per episode,
+    its count growing while the call keeps coming back (flows/gateway/loops.py)."""
+
+    chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="loops")
+    call = models.ForeignKey(GatewayCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                             help_text="the gateway call whose answer repeated it last")
+    tool_name = models.CharField(max_length=200)
+    arguments = models.TextField(blank=True, default="", help_text="the repeated arguments (canonical JSON)")
+    repeats = models.IntegerField(help_text="times in a row, or within the window when not in a row")
+    in_a_row = models.BooleanField(default=True)
+    window = models.IntegerField(default=0, help_text="the loop_window setting it was counted in")
+    first_seq = models.IntegerField(help_text="raw seq of the first repetition counted")
+    last_seq = models.IntegerField(help_text="raw seq of the latest repetition")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["chain_id", "id"]
+
+    def __str__(self) -> str:
+        return f"loop of {self.tool_name} x{self.repeats} in chain #{self.chain_id}"
+
+
 class GatewayResponse(models.Model):
     """An OpenAI Responses answer (`/v1/responses`) under our own id: whose it is, where it sits, what it stands for.
 

@@ -96,6 +96,8 @@ class SummarizerSettings(models.Model):
 
     # --- The gateway (/v1/chat/completions) ---
     gateway_mode = setting_field("gateway_mode")
+    loop_repeats = setting_field("loop_repeats")
+    loop_window = setting_field("loop_window")
 
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

@@ -17,18 +17,21 @@ from django.views.decorators.http import require_GET
 
 from flows.core import MAX_INSTRUCTIONS_CHARS, plain_text_problem
 from flows.engine import FORMATS, is_estimate
-from flows.models import ROLES, Chain
+from flows.models import ROLES, Chain, SummaryEvent
 from flows.pages.chain_layout import layout_bands, raw_row
 from flows.pages.charts import bytes_chart, retention_chart, tokens_chart
+from flows.pages.event_filters import KINDS, OUTCOMES, event_filter_parse
 from flows.pages.lookup import chain_or_404
 from flows.pages.selectors import (
     EVENTS_SHOWN,
     PAGE_SIZE_MESSAGES,
     RawFilters,
+    chain_cost,
     chain_events_page,
     chain_message,
     chain_tool_names,
     display_text,
+    events_hidden,
     raw_page,
     raw_page_count,
     raw_prefix_bytes,
@@ -105,8 +108,6 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
     totals = chain.totals()
     view_tokens = view.token_count if view is not None else totals["tokens"]
     history = view_history(chain=chain)
-    events, events_total = chain_events_page(chain=chain, limit=None if request.GET.get("events") == "all" else
-                                             EVENTS_SHOWN)
     prefix = raw_prefix_bytes(chain=chain)
     bands = layout_bands(view=view, raw=raw_rows, page_lo=lo, page_hi=hi, filtered=filters.active,
                          tool_names=tool_names, model=flow.model_name)
@@ -121,8 +122,7 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
         "bytes_chart": bytes_chart(history=history, prefix=prefix),
         "tokens_chart": tokens_chart(history=history, last_seq=chain.last_seq, window=window.window, reserve=reserve),
         "retention_chart": retention_chart(history=history, last_seq=chain.last_seq),
-        "events": events, "events_total": events_total, "selected": selected,
-        "events_all_url": "?" + _query_with(request, events="all") + "#events-h",
+        **_events_context(request, chain), "selected": selected, "cost": chain_cost(chain=chain),
         "view_versions": len(history["views"]), "formats": FORMATS,
         "has_pending": any(b.kind == "pending" for b in bands),
         "selected_seqs": set(selected.raw_seqs) if selected else set(),
@@ -130,6 +130,19 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
         "page_size": PAGE_SIZE_MESSAGES, "nav": "flows", "query": _query_without(request, "page"),
         "panel_url": reverse("chain-view-panel", args=[chain.pk]), "max_instructions_chars": MAX_INSTRUCTIONS_CHARS,
     }
+
+
+def _events_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
+    """The events table: the filter from the query (skipped runs hidden by default), the rows it lets through,
+    how many it hides, and the chain's event count whatever the filter (the stat card's figure)."""
+    only = event_filter_parse(request)
+    events, shown_total = chain_events_page(chain=chain, only=only,
+                                            limit=None if request.GET.get("events") == "all" else EVENTS_SHOWN)
+    every = SummaryEvent.objects.filter(chain=chain)
+    return {"events": events, "events_total": shown_total, "events_count": every.count(), "event_filter": only,
+            "events_hidden": events_hidden(events=every, only=only), "event_kinds": KINDS,
+            "event_outcomes": OUTCOMES, "events_all_url": "?" + _query_with(request, events="all") + "#events-h",
+            "events_skipped_url": "?" + _query_with(request, ev_skipped="1") + "#events-h"}
 
 
 def _query_with(request: HttpRequest, **values: str) -> str:

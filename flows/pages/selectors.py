@@ -10,19 +10,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, Subquery, Sum, TextField
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum, TextField
 from django.db.models.functions import Cast
+from django.utils import timezone
 
 from flows.config import model_window_for
 from flows.engine import effective_reserve, window_check
-from flows.models import Chain, ChainView, Flow, LLMCall, MemoryNote, Message, SummarizerSettings, SummaryEvent
+from flows.models import (
+    AgentLoop,
+    Chain,
+    ChainView,
+    Flow,
+    LLMCall,
+    MemoryNote,
+    Message,
+    SummarizerSettings,
+    SummaryEvent,
+)
+from flows.pages.event_filters import ALL_BUT_SKIPPED, EventFilter
+from flows.pages.flow_activity import Activity, flow_activity
 
 __all__ = [
     "PAGE_SIZE_MESSAGES", "SUMMARY_TOOL_NAME", "SUMMARY_PREFIX", "EVENTS_SHOWN", "NOTES_SHOWN", "TIMELINE_SHOWN",
-    "MAX_LIVE_CHAINS", "WindowInfo", "FlowRow", "RawFilters", "FlowCost", "NoteFilter",
+    "WindowInfo", "FlowRow", "RawFilters", "FlowCost", "ChainCost", "NoteFilter", "chain_cost",
     "window_for_model", "flows_list_rows", "flow_detail_context", "chain_tool_names", "raw_page", "raw_page_count",
     "view_history", "raw_prefix_bytes", "display_text", "is_summary_message", "settings_row_for",
-    "chain_events_page", "chain_event_detail", "chain_view_versions", "chain_view_version", "chain_message",
+    "chain_events_page", "events_hidden", "chain_event_detail", "chain_view_versions", "chain_view_version",
+    "chain_message",
     "flow_costs", "flow_notes", "flow_timeline", "flow_live_chain_ids", "flow_cost", "flow_extras",
 ]
 
@@ -33,7 +47,6 @@ COMPACTION_SUMMARY_MARK = "<summary>"
 EVENTS_SHOWN = 100  # one limit for the chain page's event list, wherever it is read
 NOTES_SHOWN = 500
 TIMELINE_SHOWN = 100
-MAX_LIVE_CHAINS = 20  # the flow page listens to at most this many active chains
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,7 @@ class FlowRow:
     compactions: int = 0
     last_activity: Any = None
     window: WindowInfo | None = None
+    activity: Activity | None = None
 
     @property
     def saved_percent(self) -> int:
@@ -100,7 +114,10 @@ def _latest_view_subquery(column: str) -> Subquery:
 
 def flows_list_rows(*, user) -> list[FlowRow]:
     """One row per visible flow, with sizes summed over its active chains (four queries in all)."""
-    flows = list(Flow.objects.visible_to(user).select_related("owner").annotate(n_agents=Count("agents")))
+    newest = SummaryEvent.objects.filter(chain__agent__flow=OuterRef("pk")).order_by("-id")
+    flows = list(Flow.objects.visible_to(user).select_related("owner").annotate(
+        n_agents=Count("agents"), last_event_outcome=Subquery(newest.values("outcome")[:1]),
+        last_event_at=Subquery(newest.values("created_at")[:1])))
     rows = {f.pk: FlowRow(flow=f, agents=f.n_agents, last_activity=f.updated_at) for f in flows}
     chains = (Chain.objects.filter(agent__flow_id__in=rows.keys(), is_active=True)
               .annotate(v_bytes=_latest_view_subquery("byte_size"), v_tokens=_latest_view_subquery("token_count"))
@@ -121,21 +138,45 @@ def flows_list_rows(*, user) -> list[FlowRow]:
     for row in rows.values():
         name = row.flow.model_name
         row.window = windows.setdefault(name, window_for_model(name))
-    return list(rows.values())
+    _set_activity(rows)
+    return sorted(rows.values(), key=lambda r: (r.last_activity, r.flow.pk), reverse=True)
+
+
+def _set_activity(rows: dict[int, FlowRow]) -> None:
+    """Each row's activity (flow_activity) from its newest event's outcome and its last write."""
+    now = timezone.now()
+    for row in rows.values():
+        if row.flow.last_event_at is not None:
+            row.last_activity = max(row.last_activity, row.flow.last_event_at)
+        row.activity = flow_activity(status=row.flow.status, last_activity=row.last_activity,
+                                     newest_event_outcome=row.flow.last_event_outcome, now=now)
 
 
 def flow_detail_context(*, flow: Flow) -> dict[str, Any]:
-    """Agents with their chains (sizes aggregated) and the flow's model window."""
+    """Agents with their chains (sizes aggregated, the agent loops seen in each), the most recently active
+    agent first, and the flow's model window."""
+    return {"agents": flow_agents(flow=flow), "window": window_for_model(flow.model_name)}
+
+
+def flow_agents(*, flow: Flow) -> list[dict[str, Any]]:
+    """The flow's agents, most recently active first (a chain's last write is its agent's activity)."""
     chains = list(Chain.objects.filter(agent__flow=flow).select_related("agent")
                   .annotate(n_messages=Count("messages"), raw_bytes=Sum("messages__byte_size"),
                             v_bytes=_latest_view_subquery("byte_size"), v_tokens=_latest_view_subquery("token_count"))
                   .order_by("agent_id", "id"))
+    loops: dict[int, list[AgentLoop]] = {}
+    for loop in AgentLoop.objects.filter(chain__agent__flow=flow).order_by("-updated_at", "-pk"):
+        loops.setdefault(loop.chain_id, []).append(loop)
     agents: dict[int, dict[str, Any]] = {}
     for agent in flow.agents.all():
-        agents[agent.pk] = {"agent": agent, "chains": []}
+        agents[agent.pk] = {"agent": agent, "chains": [], "last_activity": agent.created_at, "loops": 0}
     for chain in chains:
-        agents[chain.agent_id]["chains"].append(chain)
-    return {"agents": list(agents.values()), "window": window_for_model(flow.model_name)}
+        entry = agents[chain.agent_id]
+        chain.loop_rows = loops.get(chain.pk, [])
+        entry["chains"].append(chain)
+        entry["loops"] += len(chain.loop_rows)
+        entry["last_activity"] = max(entry["last_activity"], chain.updated_at)
+    return sorted(agents.values(), key=lambda a: (a["last_activity"], a["agent"].pk), reverse=True)
 
 
 @dataclass(frozen=True)
@@ -247,12 +288,18 @@ def settings_row_for(*, profile: str, flow: Flow | None) -> SummarizerSettings |
 
 # --- the chain page's satellites: events with cost, one event's summarizer calls, view versions
 
-def chain_events_page(*, chain: Chain, limit: int | None = EVENTS_SHOWN) -> tuple[list[SummaryEvent], int]:
-    """The newest `limit` events (all with None) with their summed LLM cost (`cost_usd`) and number of model
-    calls (`llm_rows`), and how many events the chain has in all."""
-    qs = SummaryEvent.objects.filter(chain=chain)
+def chain_events_page(*, chain: Chain, limit: int | None = EVENTS_SHOWN,
+                      only: EventFilter = ALL_BUT_SKIPPED) -> tuple[list[SummaryEvent], int]:
+    """The newest `limit` events the filter lets through (all with None) with their summed LLM cost
+    (`cost_usd`) and number of model calls (`llm_rows`), and how many events the filter lets through in all."""
+    qs = only.apply(SummaryEvent.objects.filter(chain=chain))
     rows = qs.newest_with_cost()
     return list(rows if limit is None else rows[:limit]), qs.count()
+
+
+def events_hidden(*, events: QuerySet[SummaryEvent], only: EventFilter) -> int:
+    """How many of `events` the filter leaves out (the page says so, with a link to show them)."""
+    return events.count() - only.apply(events).count()
 
 
 def chain_event_detail(*, chain: Chain, event_id: int) -> tuple[SummaryEvent, list[LLMCall]] | None:
@@ -283,6 +330,27 @@ def chain_message(*, chain: Chain, seq: int) -> Message | None:
 class FlowCost:
     usd: float = 0.0
     calls: int = 0
+
+
+@dataclass(frozen=True)
+class ChainCost:
+    """What summarizing a chain has cost so far: summarize calls of its events, the model calls they made with
+    their prompt tokens (as reported, else our estimate) and USD."""
+
+    calls: int = 0
+    llm_calls: int = 0
+    input_tokens: int = 0
+    usd: float = 0.0
+
+
+def chain_cost(*, chain: Chain) -> ChainCost:
+    """The chain's summarizer cost in two aggregate queries (events, then their model calls)."""
+    calls = SummaryEvent.objects.filter(chain=chain).aggregate(n=Sum("calls"))["n"] or 0
+    llm = LLMCall.objects.filter(event__chain=chain).aggregate(
+        n=Count("id"), usd=Sum("cost_usd"), reported=Sum("prompt_tokens"),
+        estimated=Sum("estimated_prompt_tokens", filter=Q(prompt_tokens__isnull=True)))
+    tokens = (llm["reported"] or 0) + (llm["estimated"] or 0)
+    return ChainCost(calls=calls, llm_calls=llm["n"] or 0, input_tokens=tokens, usd=llm["usd"] or 0.0)
 
 
 def flow_costs(*, flow_ids: list[int]) -> dict[int, FlowCost]:
@@ -319,15 +387,14 @@ def flow_notes(*, flow: Flow, kind: str = "", q: str = "") -> tuple[list[MemoryN
     return list(notes.order_by("-id")[:NOTES_SHOWN]), info
 
 
-def flow_timeline(*, flow: Flow) -> list[SummaryEvent]:
-    return list(SummaryEvent.objects.filter(chain__agent__flow=flow).select_related("chain__agent")
+def flow_timeline(*, flow: Flow, only: EventFilter = ALL_BUT_SKIPPED) -> list[SummaryEvent]:
+    return list(only.apply(SummaryEvent.objects.filter(chain__agent__flow=flow)).select_related("chain__agent")
                 .order_by("-id")[:TIMELINE_SHOWN])
 
 
 def flow_live_chain_ids(*, flow: Flow) -> list[int]:
-    """Active chains whose events the flow page listens to."""
-    return list(Chain.objects.filter(agent__flow=flow, is_active=True).order_by("id")
-                .values_list("pk", flat=True)[:MAX_LIVE_CHAINS])
+    """The flow's active chains (the agents section names them; the page's one socket hears them all)."""
+    return list(Chain.objects.filter(agent__flow=flow, is_active=True).order_by("id").values_list("pk", flat=True))
 
 
 def flow_cost(*, flow: Flow) -> FlowCost:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("flows/<int:flow_id>/", flow_detail.flow_page, name="flow-detail"),
     path("flows/upload/", upload.upload_page, name="flow-upload"),
     path("flows/<int:flow_id>/timeline/", flow_detail.flow_timeline_fragment, name="flow-timeline"),
+    path("flows/<int:flow_id>/agents/", flow_detail.flow_agents_fragment, name="flow-agents"),
     path("chains/<int:chain_id>/", chain.chain_page, name="chain-detail"),
     path("chains/<int:chain_id>/view-panel/", chain.chain_view_panel, name="chain-view-panel"),
     path("chains/<int:chain_id>/messages/<int:seq>.txt", chain.chain_message_text, name="chain-message-text"),

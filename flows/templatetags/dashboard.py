@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from django import template
 
+from flows.live import MAX_SOCKETS_PER_USER
+
 register = template.Library()
 
 KIB = 1024
@@ -43,3 +45,9 @@ def ktok(value) -> str:
     if abs(n) < 1_000_000:
         return f"{n / 1000:.1f}k"
     return f"{n / 1_000_000:.2f}M"
+
+
+@register.simple_tag
+def ws_cap() -> int:
+    """The per-user live socket cap, so a page refused past it can say how many tabs are allowed."""
+    return MAX_SOCKETS_PER_USER

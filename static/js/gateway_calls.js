@@ -1,8 +1,7 @@
 // Live gateway calls on the chain page: rows for calls as they start, retry and finish, and the text of a
-// streaming answer as it arrives. A separate small module with its own socket, so live.js stays untouched.
+// streaming answer as it arrives. It listens to the page's one socket (live.js) rather than opening its own.
 // Agent text is hostile: everything is built with createElement + textContent.
 
-const BACKOFF_MS = [1000, 2000, 4000, 8000, 15000];
 const section = document.getElementById("gateway-calls");
 
 function cell(text, className) {
@@ -76,7 +75,9 @@ function liveAnswer(ev) {
 }
 
 function handle(ev) {
-  if (ev.type === "gateway.call.started" || ev.type === "gateway.call.retried") upsert(ev);
+  if (ev.type === "hello") section.dataset.live = "on";
+  else if (ev.type === "socket.closed") section.dataset.live = "off";
+  else if (ev.type === "gateway.call.started" || ev.type === "gateway.call.retried") upsert(ev);
   else if (ev.type === "gateway.call.finished") {
     upsert(ev);
     const box = document.getElementById("gateway-live-answer");
@@ -84,18 +85,11 @@ function handle(ev) {
   } else if (ev.type === "gateway.call.delta") liveAnswer(ev);
 }
 
-function connect(attempt) {
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const ws = new WebSocket(`${scheme}://${location.host}/ws/chains/${encodeURIComponent(section.dataset.chainId)}/`);
-  ws.addEventListener("open", () => { attempt = 0; section.dataset.live = "on"; });
-  ws.addEventListener("message", (msg) => {
-    try { handle(JSON.parse(msg.data)); } catch (err) { console.warn("gateway event ignored", err); }
+// The chain page's one socket belongs to live.js, which re-dispatches every frame as a "pentagi:live" event.
+if (section) {
+  document.addEventListener("pentagi:live", (e) => {
+    try { handle(e.detail); } catch (err) { console.warn("gateway event ignored", err); }
   });
-  ws.addEventListener("close", (e) => {
-    section.dataset.live = "off";
-    if (e.code === 4401 || e.code === 4404) return;
-    setTimeout(() => connect(attempt + 1), BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]);
-  });
+  // The socket may have opened before this module ran (modules load one after another).
+  if (window.pentagiLive?.state.ws?.readyState === WebSocket.OPEN) section.dataset.live = "on";
 }
-
-if (section) connect(0);

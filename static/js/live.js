@@ -240,6 +240,10 @@ function onEvent(ev) {
       notice(`Compaction #${ev.event_id} failed (${ev.trigger}): ${ev.reason || "unknown reason"}`, "failed", `event-${ev.event_id}`);
       refreshPanel();
       break;
+    case "agent.loop": // the gateway saw the agent repeat a tool call; the page's loop list has it on reload
+      notice(`Agent loop: ${ev.tool_name} called ${ev.repeats}× ${ev.in_a_row ? "in a row" : `within the last ${ev.window} calls`}`,
+        "failed", `loop-${ev.loop_id}`);
+      break;
     default:
       break;
   }
@@ -250,6 +254,16 @@ function setStatus(stateName, text) {
   if (!s) return;
   s.dataset.state = stateName;
   s.textContent = text;
+}
+
+// Past the per-user socket cap (WS_MAX_PER_USER) the server refuses the socket with 4429: say why, retry slowly
+// (a tab closed elsewhere frees a slot) instead of a silent "reconnecting" loop.
+const TOO_MANY_RETRY_MS = 30000;
+
+function tooManyTabs() {
+  const cap = root()?.dataset.wsCap || "";
+  setStatus("capped", `not live: ${cap ? `${cap} live tabs` : "too many live tabs"} open for your account; close one (retrying every 30 s)`);
+  window.setTimeout(connect, TOO_MANY_RETRY_MS);
 }
 
 function connect() {
@@ -267,11 +281,16 @@ function connect() {
   ws.addEventListener("message", (msg) => {
     let ev;
     try { ev = JSON.parse(msg.data); } catch { return; }
-    if (ev && typeof ev === "object") onEvent(ev);
+    if (!ev || typeof ev !== "object") return;
+    onEvent(ev);
+    // One socket per page: the page's other modules (gateway_calls.js) hear the same frames from here.
+    document.dispatchEvent(new CustomEvent("pentagi:live", { detail: ev }));
   });
   ws.addEventListener("close", (e) => {
     if (state.ws !== ws) return;
+    document.dispatchEvent(new CustomEvent("pentagi:live", { detail: { type: "socket.closed", code: e.code } }));
     if (e.code === 4401 || e.code === 4404) { setStatus("off", "live updates unavailable (not allowed)"); return; }
+    if (e.code === 4429) { tooManyTabs(); return; }
     const delay = BACKOFF_MS[Math.min(state.attempt, BACKOFF_MS.length - 1)];
     state.attempt += 1;
     setStatus("reconnecting", `reconnecting in ${Math.round(delay / 1000)} s…`);

@@ -63,6 +63,8 @@ _INSTALLER_URL_RE = re.compile(r"^https?://(?:[\w-]+\.)*(?:pip\.pypa\.io|pypa\.i
                                r"nodejs\.org|rubygems\.org|crates\.io|debian\.org|ubuntu\.com|kali\.org|"
                                r"golang\.org|go\.dev)(?:[/:?#]|$)", re.IGNORECASE)
 LISTING_PATHS = 30  # a tool result naming more paths than this is a listing (wordlist, directory tree)
+LISTING_HEX_RUNS = 30  # ... and more bare hex runs than this a dump (service banners, hexdumps, nonces)
+_HEX_RUN_RE = re.compile(r"[0-9A-Fa-f]{8,}")
 
 
 def byte_size(text: str) -> int:
@@ -220,17 +222,23 @@ def is_noise_class(identifier: str) -> bool:
 
 
 def noise_identifiers(identifiers: Iterable[str], agent_text: str, results: Iterable[str]) -> set[str]:
-    """Identifiers of a noise class, or paths from a listing, that the agent itself never wrote."""
+    """Identifiers of a noise class, paths from a listing or hex runs from a dump, that the agent never wrote."""
     listed: set[str] = set()
     for result in results:
-        paths = [i for i in extract_identifiers(result) if i.startswith("/")]
+        found = extract_identifiers(result)
+        paths = [i for i in found if i.startswith("/")]
         if len(paths) > LISTING_PATHS:
             listed.update(paths)
+        banners = [i for i in found if _HEX_RUN_RE.fullmatch(i)]
+        if len(banners) > LISTING_HEX_RUNS:  # a dump of banner hex (issue 23): runs inside a finding stay
+            secrets = "\n".join(f.value for f in extract_findings(result)).upper()
+            listed.update(i.upper() for i in banners if i.upper() not in secrets)
     upper = agent_text.upper()
     noise = set()
     for identifier in identifiers:
         said = (identifier.upper() in upper) if is_case_insensitive_id(identifier) else identifier in agent_text
-        if not said and (identifier in listed or is_noise_class(identifier)):
+        key = identifier.upper() if is_case_insensitive_id(identifier) else identifier
+        if not said and (key in listed or is_noise_class(identifier)):
             noise.add(identifier)
     return noise
 

@@ -16,6 +16,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,11 +112,19 @@ def _wait_until_up(url: str, proc: subprocess.Popen, log: Path) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[Server]:
+    with serve(tmp_path_factory) as srv:
+        yield srv
+
+
+@contextmanager
+def serve(tmp_path_factory, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+    """The product in a subprocess (a module's `server` fixture may pass settings through `extra_env`)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Debian chromium not found at {CHROMIUM}")
     var_dir = tmp_path_factory.mktemp("e2e-var")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
     env.update({"PENTAGI_WEB_VAR_DIR": str(var_dir), "SECRET_KEY": "e2e-only-secret", "PYTHONUNBUFFERED": "1"})
+    env.update(extra_env or {})
     port = free_port()
     srv = Server(url=f"http://127.0.0.1:{port}", var_dir=var_dir, env=env)
     log = var_dir / "server.log"

@@ -202,3 +202,38 @@ def test_the_foreground_demo_without_a_server_writes_directly_and_leaves_no_prov
     chain = Chain.objects.get(agent__flow__owner=user, agent__flow__title__startswith="Demo: ")
     assert chain.last_seq == len(campaign(5023)) and not GatewayCall.objects.exists()
     assert not ProviderConfig.objects.filter(name__startswith="demo").exists()
+
+
+@pytest.mark.django_db
+def test_a_restarted_demo_continues_its_flow_through_the_gateway_and_closes_interrupted_calls(user, monkeypatch):
+    from flows.demo import script
+    from flows.pipeline import tasks
+    monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *a: None)
+    monkeypatch.setattr(tasks.compact_chain_task, "delay", lambda *a: None)
+    flow, chain = demo_create(owner=user)
+    first = campaign(5023)
+    call = next(i for i, m in enumerate(first) if m.get("tool_calls"))
+    turns = gateway_turns(owner=user, chain=chain, server="http://testserver", post=_in_process_post)
+    turns.call(first[:call], first[call])  # the first model call, then the server stopped before its tools ran
+    reused = script.demo_reuse(owner=user)
+    assert reused is not None and reused[0].pk == flow.pk and reused[1].pk == chain.pk
+    demo_run(flow=flow, chain=chain, campaigns=1, sleep=lambda s: None, turns=turns)
+    raw = Chain.objects.get(pk=chain.pk).raw_messages()
+    validate_messages(raw)  # every call answered once: the interrupted ones by the restarted agent
+    assert [m for m in raw if "interrupted" in str(m.get("content"))]
+    assert Flow.objects.filter(owner=user).count() == 1 and Chain.objects.filter(agent__flow=flow).count() == 1
+    assert GatewayCall.objects.filter(chain=chain, status="ok").count() > 1
+
+
+@pytest.mark.django_db
+def test_a_demo_flow_with_another_title_or_one_being_played_is_not_reused(user):
+    from flows.demo import script
+    flow, _ = demo_create(owner=user, title="Something else")
+    assert script.demo_reuse(owner=user) is None
+    demo_flow, _ = demo_create(owner=user)
+    monkey_handle = script.DemoHandle(demo_flow.pk, None, None)  # type: ignore[arg-type]
+    script._running[demo_flow.pk] = monkey_handle
+    try:
+        assert script.demo_reuse(owner=user) is None
+    finally:
+        script._running.pop(demo_flow.pk)

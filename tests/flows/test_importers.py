@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import json
+from unittest import mock
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test.client import MULTIPART_CONTENT
 
 from flows.ingest import chain_append, chain_import
-from flows.models import Agent, Chain, Flow, Message
+from flows.models import Agent, Chain, ChainView, Flow, Message
 from summarizer import FormatError, export_chain, import_chain
 from summarizer.formats.convert import TRANSCRIPT_FORMATS
 from tests.conftest import corpus_params, load_corpus
@@ -124,3 +125,29 @@ def test_an_imported_chain_knows_the_tokens_of_its_messages_and_appends_add_to_t
     chain_append(chain=chain, messages=[{"role": "user", "content": "and now the web server"}])
     assert Chain.objects.get(pk=chain.pk).raw_tokens == sum(
         Message.objects.filter(chain=chain).values_list("token_count", flat=True))
+
+
+@pytest.mark.parametrize("last", ["user", "assistant"])
+def test_an_import_queues_its_summarization_whatever_its_last_message(
+        user, tool_round, last, django_capture_on_commit_callbacks):
+    messages = tool_round + ([{"role": "user", "content": "provide a summary of what you found"}]
+                             if last == "user" else [])
+    assert messages[-1]["role"] == last
+    with mock.patch("flows.pipeline.tasks.summarize_chain_task.delay") as queued:
+        with django_capture_on_commit_callbacks(execute=True):
+            chain = chain_import(owner=user, data={"messages": messages}, fmt="openai")
+    queued.assert_called_once_with(chain.pk)
+
+
+def test_an_import_ending_on_a_user_message_gets_a_view(user, tool_round, django_capture_on_commit_callbacks):
+    from celery import current_app
+
+    messages = tool_round + [{"role": "user", "content": "provide a summary of what you found"}]
+    eager, current_app.conf.task_always_eager = current_app.conf.task_always_eager, True
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            chain = chain_import(owner=user, data={"messages": messages}, fmt="openai")
+    finally:
+        current_app.conf.task_always_eager = eager
+    view = ChainView.objects.filter(chain=chain).order_by("-version").first()
+    assert view is not None and view.messages[-1]["content"] == messages[-1]["content"]

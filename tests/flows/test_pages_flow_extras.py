@@ -52,7 +52,7 @@ def test_cost_is_shown_per_flow_on_the_list_and_the_flow_page(session_client, ma
     assert "$0.0000" in session_client.get(f"/flows/{other.agent.flow_id}/").content.decode()
 
 
-def test_the_timeline_fragment_lists_the_flows_events_and_the_page_lists_its_live_chains(session_client, make_chain,
+def test_the_timeline_fragment_lists_the_flows_events_and_the_page_names_its_flow_socket(session_client, make_chain,
                                                                                          tool_round):
     chain = make_chain(tool_round)
     event = SummaryEvent.objects.create(chain=chain, trigger=Trigger.MANUAL, outcome=Outcome.OK,
@@ -61,7 +61,7 @@ def test_the_timeline_fragment_lists_the_flows_events_and_the_page_lists_its_liv
     assert fragment.startswith('<div id="flow-timeline"') and f'data-event-id="{event.pk}"' in fragment
     assert "&lt;b&gt;focus&lt;/b&gt;" in fragment and "<html" not in fragment
     page = session_client.get(f"/flows/{chain.agent.flow_id}/").content.decode()
-    assert f'data-chains="{chain.pk}"' in page and "js/flow.js" in page
+    assert f'data-flow-id="{chain.agent.flow_id}"' in page and "js/flow.js" in page
 
 
 def test_another_users_timeline_is_404(session_client, make_chain, tool_round, other_user):

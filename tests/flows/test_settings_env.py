@@ -79,8 +79,9 @@ def test_compaction_notices_are_on_by_default():
 def test_the_assistant_export_uses_only_the_assistants_names():
     text = settings_env_export(settings_for(profile="assistant"))
     names = _assignments(text)
-    assert names and all(n.startswith(("ASSISTANT_SUMMARIZER_", "ASSISTANT_COMPACTION_")) for n in names
-                         if n != "ASSISTANT_GATEWAY_MODE")
+    assert names and all(n.startswith(("ASSISTANT_SUMMARIZER_", "ASSISTANT_COMPACTION_", "ASSISTANT_GATEWAY_"))
+                         for n in names)
+    assert "ASSISTANT_GATEWAY_LOOP_REPEATS=3" in text.splitlines()
     assert "ASSISTANT_GATEWAY_MODE=manage" in text.splitlines()
     assert "ASSISTANT_COMPACTION_KEEP_RECENT_TOKENS=20000" in text.splitlines()
     assert not re.search(r"(?<!ASSISTANT_)\bSUMMARIZER_", text)  # comments name no agent variable either

@@ -21,10 +21,14 @@ async def _close_worker_connections():
 
 
 async def _open(chain_id: int, cookie: bytes):
+    """(socket, connected, close code): a socket past the cap is accepted, then closed with 4429 at once (a
+    browser sees the code only after the handshake; a refused handshake reads as 1006)."""
     ws = await _communicator(chain_id, cookie)
     connected, code = await ws.connect()
     if connected:
-        await ws.receive_json_from()  # hello
+        frame = await ws.receive_output()
+        if frame["type"] == "websocket.close":
+            return ws, False, frame["code"]
     return ws, connected, code
 
 

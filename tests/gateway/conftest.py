@@ -14,6 +14,8 @@ from tests.gateway.upstream_fake import MODEL, FakeUpstream
 
 WINDOW_TOKENS = 6000
 UPSTREAM_KEY = "sk-upstream-secret"
+RESPONSES_WINDOW_TOKENS = 6000
+RESPONSES_UPSTREAM_KEY = "sk-responses-upstream"
 
 
 class Gateway:
@@ -51,6 +53,27 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         proc = stack.start("run", [PYTHON, "manage.py", "run", "--no-demo", "--port", str(port)])
         wait_http(f"http://127.0.0.1:{port}/accounts/login/", proc, stack.log("run"))
         yield Gateway(stack, port, creds, upstream)
+    finally:
+        stack.close()
+        upstream.close()
+
+
+@pytest.fixture(scope="package")
+def responses_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """The product in front of the scripted Responses upstream (which also writes the product's summaries)."""
+    from tests.gateway.responses_loop import MODEL as RESPONSES_MODEL
+    from tests.gateway.responses_loop import SummarizingResponsesUpstream
+
+    upstream = SummarizingResponsesUpstream(window_tokens=RESPONSES_WINDOW_TOKENS, api_key=RESPONSES_UPSTREAM_KEY)
+    var_dir: Path = tmp_path_factory.mktemp("responses-gateway")
+    stack = Stack.create(var_dir, LLM_SERVER_URL=upstream.url, LLM_SERVER_KEY=RESPONSES_UPSTREAM_KEY,
+                         LLM_SERVER_MODEL=RESPONSES_MODEL, LLM_SERVER_CONTEXT_TOKENS=str(RESPONSES_WINDOW_TOKENS))
+    try:
+        creds = stack.provision()
+        port = free_port()
+        proc = stack.start("run", [PYTHON, "manage.py", "run", "--no-demo", "--port", str(port)])
+        wait_http(f"http://127.0.0.1:{port}/accounts/login/", proc, stack.log("run"))
+        yield Gateway(stack, port, creds, upstream)  # type: ignore[arg-type]
     finally:
         stack.close()
         upstream.close()

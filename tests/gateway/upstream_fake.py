@@ -118,6 +118,9 @@ class FakeUpstream:
                            "length of the messages.", "type": "invalid_request_error",
                 "code": "context_length_exceeded"}})
         message = answer_for(body["messages"], turn)
+        if fault == "same_call":  # an agent stuck in a loop: the one call it already made, asked for again
+            message = {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{turn}", "type": "function",
+                       "function": {"name": "run_command", "arguments": '{"cmd": "cat /etc/passwd"}'}}]}
         usage = {"prompt_tokens": tokens, "completion_tokens": 12, "total_tokens": tokens + 12}
         if body.get("stream"):
             return self._stream(handler, body, message, usage, cut=fault == "midstream")

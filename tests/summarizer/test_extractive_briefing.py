@@ -205,3 +205,23 @@ def test_the_current_step_of_an_earlier_summary_stands_until_something_newer_hap
     assert "- Current step: Then I will try the password on MSSQL at 10.1.1.7." in extractive_summarize(only_summary)
     moved_on = build_summary_prompt([], [_ai("**summarized content:**\n" + earlier), _ai("Next: dump LSASS on DC01.")])
     assert "- Current step: Next: dump LSASS on DC01." in extractive_summarize(moved_on)
+
+
+def test_a_dump_of_banner_hex_is_noise_but_hashes_in_findings_and_runs_the_agent_named_are_not():
+    """Issue 23: ~150 banner hex strings filled the identifier list; more than LISTING_HEX_RUNS in one result are
+    a dump, except a run inside a finding (a hash) or one the agent wrote itself."""
+    import hashlib
+
+    from summarizer.extractive.facts import LISTING_HEX_RUNS
+    from summarizer.identifiers import extract_identifiers
+
+    banners = [hashlib.sha1(str(i).encode()).hexdigest()[:24] for i in range(LISTING_HEX_RUNS + 5)]
+    dump = "\n".join(f"{i}/tcp open svc banner {b}" for i, b in enumerate(banners))
+    dump += "\nAdministrator:500:aad3b435b51404eeaad3b435b51404ee:31d6cfe0d16ae931b73c59d7e0c089c0:::"
+    ids = extract_identifiers(dump)
+    noise = noise_identifiers(ids, f"look at {banners[0]}", [dump])
+    assert {b.upper() for b in banners[1:]} <= noise
+    assert set(banners[1:]) <= noise_identifiers(banners, "", [dump])  # as the input spells them, too
+    assert banners[0].upper() not in noise and "31D6CFE0D16AE931B73C59D7E0C089C0" not in noise
+    assert noise_identifiers(extract_identifiers("\n".join(banners[:LISTING_HEX_RUNS])), "", [
+        "\n".join(banners[:LISTING_HEX_RUNS])]) == set()

@@ -16,7 +16,7 @@ from typing import Any
 
 from flows.engine import RequestTokens, request_tokens
 from flows.gateway.wire import GatewayError, WireRequest, with_model
-from flows.models import ProviderConfig
+from flows.models import GatewayCall, ProviderConfig
 
 __all__ = ["ExtraTokens", "StreamResult", "StreamReader", "Protocol", "tools_and_reserve"]
 
@@ -51,6 +51,8 @@ class StreamResult:
     usage: dict[str, Any] | None
     error: str = ""
     reported: bool = False
+    overflow: str = ""  # the upstream's context-overflow error, reported in the stream before the agent saw any
+    #                     of it (a Responses `response.failed`): the call compacts and retries, unseen
 
 
 class StreamReader(ABC):
@@ -67,6 +69,10 @@ class StreamReader(ABC):
     @abstractmethod
     def result(self) -> StreamResult:
         """At the end of the stream."""
+
+    def release(self) -> list[bytes]:
+        """Events held back for a possible retry (see StreamResult.overflow), when none follows."""
+        return []
 
 
 class Protocol(ABC):
@@ -111,6 +117,19 @@ class Protocol(ABC):
     @abstractmethod
     def stream_reader(self, request: WireRequest, *, manage: bool) -> StreamReader:
         """A reader for one streamed answer."""
+
+    def resolve(self, request: WireRequest, user: Any) -> WireRequest:
+        """The request completed with what only its user's records hold (a Responses `previous_response_id`),
+        after the token check and before threading; GatewayError on a reference the user may not follow."""
+        return request
+
+    def reply(self, request: WireRequest, raw: bytes) -> bytes:
+        """A whole answer as the agent gets it (the upstream's bytes unless the wire renames ids)."""
+        return raw
+
+    def recorded(self, request: WireRequest, call: GatewayCall, answer: Msg | None) -> None:
+        """In the transaction that closes the call's record: what the wire keeps besides it."""
+        return None
 
     @abstractmethod
     def stream_error(self, message: str) -> bytes:
