@@ -1,6 +1,6 @@
 """ASGI entry point: HTTP through Django (the /v1/ gateway without the page middleware), WebSockets through
 Channels behind session auth and an Origin check (scheme + host + port, like Django's CSRF check: see
-flows/live/origin.py)."""
+flows/live/origin.py); every request body within its route's limit (pentagi_web/body_limits.py)."""
 from __future__ import annotations
 
 import os
@@ -15,11 +15,17 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from flows.gateway import GatewayHandler, by_path  # noqa: E402
 from flows.live import SameOriginValidator, websocket_urlpatterns  # noqa: E402
+from pentagi_web import daphne_limits  # noqa: E402
+from pentagi_web.body_limits import BodyLimit  # noqa: E402
+from pentagi_web.request_ids import RequestIds  # noqa: E402
+
+daphne_limits.install()  # bodies refused before Twisted buffers them (see pentagi_web/body_limits.py)
 
 application = ProtocolTypeRouter(
     {
         # The OpenAI-compatible gateway skips the page middleware (see flows/gateway/asgi.py).
-        "http": by_path(django_asgi_app, GatewayHandler()),
+        # Bodies over their route's limit are refused before they are read (pentagi_web/body_limits.py).
+        "http": RequestIds(BodyLimit(by_path(django_asgi_app, GatewayHandler()))),
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -236,9 +236,12 @@ CELERY_ACCEPT_CONTENT = ["json"]
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "pentagi_web.request_ids.RequestIdFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}},
     "loggers": {
+        # Every 4xx/5xx answer, a 500 with its traceback (Django's own logger had no handler outside DEBUG).
+        "django.request": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         "flows": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
         "summarizer": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     },

@@ -18,3 +18,5 @@ urlpatterns = [
     path("v1/", include("flows.gateway.urls")),  # the OpenAI-compatible gateway
     path("", include("flows.urls")),
 ]
+
+handler500 = "pentagi_web.error_pages.server_error"  # JSON on /v1/ and /api/, with the request id

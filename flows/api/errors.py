@@ -6,7 +6,6 @@ JSON 500 rather than Django's HTML page.
 """
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -20,7 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from flows.api.auth import authenticate, csrf_failure
 from flows.config import SettingsError
-from flows.core import lone_surrogate_path
+from flows.core import JsonBodyError, json_body
 from flows.engine import FormatError
 from flows.ingest import AppendError
 
@@ -53,16 +52,10 @@ def read_json(request: HttpRequest) -> Any:
     except RequestDataTooBig:
         raise ApiError(413, "payload_too_large", "the request body is too large") from None
     try:
-        body = json.loads(raw.decode("utf-8") if raw else "")
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ApiError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
-    except RecursionError:  # json.loads recurses per nesting level; a hostile body can exhaust the stack
-        raise ApiError(400, "malformed_json", "the body is nested too deeply") from None
-    where = lone_surrogate_path(body)
-    if where is not None:  # "\ud800" is valid JSON but no UTF-8 text: every later encode would be a 500
-        raise ApiError(400, "invalid_text", f"{where} holds a lone UTF-16 surrogate, which is not valid Unicode",
-                       field=where)
-    return body
+        return json_body(raw or b"")
+    except JsonBodyError as exc:  # syntax, huge integers, deep nesting, lone surrogates: the API's own 400
+        extra = {"field": exc.field} if exc.field else {}
+        raise ApiError(400, exc.code if exc.code != "too_deep" else "malformed_json", str(exc), **extra) from None
 
 
 def _known_error(exc: Exception) -> JsonResponse | None:

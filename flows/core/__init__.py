@@ -48,15 +48,27 @@ from flows.core.settings_spec import (
     env_fallback,
     model_help,
 )
-from flows.core.text_input import MAX_INSTRUCTIONS_CHARS, instructions_problem, lone_surrogate_path, plain_text_problem
+from flows.core.text_input import (
+    MAX_INSTRUCTIONS_CHARS,
+    MAX_JSON_DEPTH,
+    JsonBodyError,
+    instructions_problem,
+    json_body,
+    lone_surrogate_path,
+    plain_text_problem,
+    storable_json,
+    storable_text,
+)
 
 __all__ = [
     "AGENT", "ASSISTANT", "ASSISTANT_FORCED", "AgentLoopEvent", "AppendedUpToEvent", "FlowAgentAddedEvent",
     "COMPACT_CHAIN", "ChainRewrittenEvent",
-    "EVENT_TYPES", "FIELDS_BY_NAME", "FIT_CHAIN", "HeartbeatEvent", "IDENTIFIER_POLICIES", "MAX_INSTRUCTIONS_CHARS",
+    "EVENT_TYPES", "FIELDS_BY_NAME", "FIT_CHAIN", "HeartbeatEvent", "IDENTIFIER_POLICIES", "JsonBodyError",
+    "MAX_INSTRUCTIONS_CHARS", "MAX_JSON_DEPTH",
     "PROFILES", "PRUNING_MODES", "Relay", "SECRET_HEADER", "SETTINGS_FIELDS", "SUMMARIZE_CHAIN", "abroadcast",
     "bind_event_loop", "broadcast", "enqueue", "enqueue_on_commit", "env_fallback", "group_name",
-    "instructions_problem", "local_url", "lone_surrogate_path", "model_help", "parse_id", "plain_text_problem",
+    "instructions_problem", "json_body", "local_url", "lone_surrogate_path", "model_help", "parse_id",
+    "plain_text_problem",
     "publishing_in_background", "relay_connect", "relay_current", "relay_install", "server_publish", "server_secret",
-    "server_unpublish",
+    "server_unpublish", "storable_json", "storable_text",
 ]

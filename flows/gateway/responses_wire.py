@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flows.engine import FormatError, messages_to_responses, responses_output_messages, responses_to_messages
-from flows.gateway.wire import GatewayError, with_model
+from flows.gateway.wire import GatewayError, check_model, json_object, with_model
 
 __all__ = ["ResponsesRequest", "parse_responses_request", "conversation", "issued_calls", "upstream_json",
            "with_previous", "answer_message", "with_ids", "response_object"]
@@ -42,15 +42,8 @@ class ResponsesRequest:
 
 def parse_responses_request(raw: bytes) -> ResponsesRequest:
     """The request's body checked for the fields we interpret (400 with OpenAI error JSON when malformed)."""
-    try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GatewayError(400, f"the body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(body, dict):
-        raise GatewayError(400, "the body must be a JSON object", code="invalid_json")
-    model = body.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise GatewayError(400, "'model' must be a non-empty string", code="invalid_model")
+    body = json_object(raw)
+    model = check_model(body.get("model"))
     if not isinstance(body.get("input"), (str, list)) or body["input"] in ("", []):
         raise GatewayError(400, "'input' must be a non-empty string or list of items", code="invalid_input")
     for field, types in _OPTIONAL_TYPES.items():

@@ -12,12 +12,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from flows.core import JsonBodyError, json_body, plain_text_problem
 from flows.gateway.prefixes import HistoryMemo
 
-__all__ = ["MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "WireRequest", "ChatRequest", "parse_chat_request",
-           "error_body", "storable", "wire_message", "with_model"]
+__all__ = ["check_model", "json_object", "MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "WireRequest",
+           "ChatRequest", "parse_chat_request", "error_body", "storable", "wire_message", "with_model"]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_MODEL_CHARS = 200  # GatewayCall.model
+_JSON_CODES = {"too_deep": "invalid_json", "invalid_text": "invalid_text"}
 _HISTORIES = HistoryMemo()  # a resend converts and hashes only the messages it adds
 _KEEP_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning")
 INSTRUCTION_ROLES = ("system", "developer")
@@ -115,20 +118,33 @@ def with_model(raw: bytes, old: str, new: str) -> bytes | None:
     return raw[:start] + json.dumps(new, ensure_ascii=False).encode("utf-8") + raw[end:]
 
 
+def json_object(raw: bytes) -> dict[str, Any]:
+    """A request body as a JSON object; huge integers, deep nesting and lone surrogates are a 400, never a 500."""
+    try:
+        body = json_body(raw)
+    except JsonBodyError as exc:
+        raise GatewayError(400, str(exc), code=_JSON_CODES.get(exc.code, "invalid_json")) from None
+    if not isinstance(body, dict):
+        raise GatewayError(400, "the body must be a JSON object", code="invalid_json")
+    return body
+
+
+def check_model(model: Any) -> str:
+    """`model` as a string the call record's column can hold (400 `invalid_model` otherwise)."""
+    if not isinstance(model, str) or not model.strip():
+        raise GatewayError(400, "'model' must be a non-empty string", code="invalid_model")
+    problem = plain_text_problem(model) or (
+        f"is over {MAX_MODEL_CHARS} characters" if len(model.strip()) > MAX_MODEL_CHARS else None)
+    if problem is not None:
+        raise GatewayError(400, f"'model' {problem}", code="invalid_model")
+    return model
+
+
 def parse_chat_request(raw: bytes) -> WireRequest:
     if len(raw) > MAX_BODY_BYTES:
         raise GatewayError(413, f"request body over {MAX_BODY_BYTES} bytes", code="request_too_large")
-    try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:  # ValueError: bad JSON, or an integer over 4,300 digits
-        raise GatewayError(400, f"the body is not valid JSON: {exc}"[:300], code="invalid_json") from None
-    except RecursionError:
-        raise GatewayError(400, "the body is nested too deeply", code="invalid_json") from None
-    if not isinstance(body, dict):
-        raise GatewayError(400, "the body must be a JSON object", code="invalid_json")
-    model, messages, stream = body.get("model"), body.get("messages"), body.get("stream", False)
-    if not isinstance(model, str) or not model.strip():
-        raise GatewayError(400, "'model' must be a non-empty string", code="invalid_model")
+    body = json_object(raw)
+    model, messages, stream = check_model(body.get("model")), body.get("messages"), body.get("stream", False)
     if not isinstance(messages, list) or not messages:
         raise GatewayError(400, "'messages' must be a non-empty list", code="invalid_messages")
     if not isinstance(stream, bool):

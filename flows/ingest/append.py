@@ -67,6 +67,29 @@ def _check_text(index: int, msg: dict[str, Any]) -> None:
         problem = plain_text_problem(text)
         if problem is not None:
             raise AppendError("invalid_message", problem, index=index, field=key)
+    _check_calls(index, msg.get("tool_calls"))
+
+
+def _check_calls(index: int, calls: Any) -> None:
+    """Tool calls the chain can answer: a `function` object each, ids the tool_call_id column can hold (the
+    agent's result must be appendable), and no id twice (one answer could never pair with both)."""
+    seen: set[str] = set()
+    for j, call in enumerate(calls if isinstance(calls, list) else []):
+        field = f"tool_calls[{j}]"
+        if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+            raise AppendError("invalid_message", "a tool call needs a 'function' object", index=index,
+                              field=f"{field}.function")
+        call_id = call.get("id")
+        if not isinstance(call_id, str):
+            continue  # the engine's own check names a missing id
+        problem = plain_text_problem(call_id) or (
+            f"longer than {MAX_ID_CHARS} characters" if len(call_id) > MAX_ID_CHARS else None)
+        if problem is not None:
+            raise AppendError("invalid_message", problem, index=index, field=f"{field}.id")
+        if call_id in seen:
+            raise AppendError("invalid_message", f"the tool-call id {call_id!r} appears twice in one message",
+                              index=index, field=f"{field}.id")
+        seen.add(call_id)
 
 
 def id_template(chain: Chain, batch: list[dict[str, Any]]) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from flows.models.fields import NulSafeJSONDecoder, NulSafeJSONEncoder
+from flows.models.fields import NulSafeJSONDecoder, NulSafeJSONEncoder, storable_json_field, storable_text_field
 
 # Agent text may contain NUL characters, which PostgreSQL's jsonb refuses: store them escaped (see fields.py).
 SAFE_JSON = {"encoder": NulSafeJSONEncoder, "decoder": NulSafeJSONDecoder}
@@ -215,9 +215,9 @@ class ViewSection(models.Model):
 
     view = models.ForeignKey(ChainView, on_delete=models.CASCADE, related_name="sections")
     index = models.IntegerField()
-    header = models.JSONField(default=dict, help_text="{'system_bytes', 'human_bytes', 'human_preview'}",
+    header = storable_json_field(default=dict, help_text="{'system_bytes', 'human_bytes', 'human_preview'}",
                               **SAFE_JSON)
-    pairs = models.JSONField(default=list, help_text="[{'kind', 'size', 'summary', 'raw_seqs'}]")
+    pairs = storable_json_field(default=list, help_text="[{'kind', 'size', 'summary', 'raw_seqs'}]")
     byte_size = models.IntegerField(default=0)
 
     class Meta:
@@ -254,7 +254,7 @@ class SummaryEvent(models.Model):
     chain = models.ForeignKey(Chain, on_delete=models.CASCADE, related_name="events")
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.RUNNING)
-    reason = models.TextField(blank=True, default="")
+    reason = storable_text_field(blank=True, default="")
     instructions = models.TextField(blank=True, default="", help_text="focus instructions of a manual compaction")
     bytes_before = models.IntegerField(default=0)
     bytes_after = models.IntegerField(default=0)
@@ -264,7 +264,7 @@ class SummaryEvent(models.Model):
     model = models.CharField(max_length=200, blank=True, default="")
     duration_ms = models.IntegerField(default=0)
     covered = models.JSONField(default=list, help_text="raw seq ranges [[from, to], ...] the summaries replace")
-    summary_text = models.TextField(blank=True, default="")
+    summary_text = storable_text_field(blank=True, default="")
     retention = models.JSONField(null=True, blank=True, help_text="{'score', 'counted', 'kept', 'lost': "
                                  "[{'kind', 'value'}], 'lost_secret'}: what the new view kept of the replaced "
                                  "messages' findings and identifiers (None: nothing was replaced)", **SAFE_JSON)
@@ -287,7 +287,7 @@ class MemoryNote(models.Model):
     chain = models.ForeignKey(Chain, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes")
     event = models.ForeignKey(SummaryEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes")
     kind = models.CharField(max_length=32, default="identifier", help_text="identifier, credential, host, decision")
-    text = models.TextField()
+    text = storable_text_field()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -9,7 +9,12 @@ import json
 import re
 from typing import Any
 
-__all__ = ["NulSafeJSONEncoder", "NulSafeJSONDecoder", "escape_nul", "unescape_nul"]
+from django.db import models
+
+from flows.core import storable_json, storable_text
+
+__all__ = ["NulSafeJSONEncoder", "NulSafeJSONDecoder", "StorableJSONField", "StorableTextField", "escape_nul",
+           "storable_json_field", "storable_text_field", "unescape_nul"]
 
 ESCAPE = "\U000f0000"
 _UNESCAPE = re.compile(ESCAPE + "(.)", re.DOTALL)
@@ -54,3 +59,38 @@ class NulSafeJSONEncoder(json.JSONEncoder):
 class NulSafeJSONDecoder(json.JSONDecoder):
     def decode(self, s: str, *args: Any, **kwargs: Any) -> Any:
         return unescape_nul(super().decode(s, *args, **kwargs))
+
+
+class StorableTextField(models.TextField):
+    """A TextField for text the pipeline writes (summaries, reasons, notes, upstream errors): NUL and lone
+    surrogates become U+FFFD on the way in, so a hostile tool output can never make a save fail on PostgreSQL.
+    Deconstructs as a plain TextField: no migration, the column is unchanged."""
+
+    def get_prep_value(self, value: Any) -> Any:
+        value = super().get_prep_value(value)
+        return storable_text(value) if isinstance(value, str) else value
+
+    def deconstruct(self) -> Any:
+        name, _, args, kwargs = super().deconstruct()
+        return name, "django.db.models.TextField", args, kwargs
+
+
+class StorableJSONField(models.JSONField):
+    """A JSONField for display data derived from messages (section previews and summaries): lossy like
+    StorableTextField, where the messages' own columns escape NUL reversibly (NulSafeJSONEncoder)."""
+
+    def get_prep_value(self, value: Any) -> Any:
+        return super().get_prep_value(storable_json(value))
+
+    def deconstruct(self) -> Any:
+        name, _, args, kwargs = super().deconstruct()
+        return name, "django.db.models.JSONField", args, kwargs
+
+
+def storable_text_field(**options: Any) -> Any:
+    """A StorableTextField, typed like Django's own fields (Any) so a model attribute reads as its value."""
+    return StorableTextField(**options)
+
+
+def storable_json_field(**options: Any) -> Any:
+    return StorableJSONField(**options)

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 
 from flows.models.chains import SAFE_JSON, Chain
+from flows.models.fields import storable_text_field
 
 
 class GatewayMode(models.TextChoices):
@@ -61,7 +62,7 @@ class GatewayCall(models.Model):
                               "record), admitted_at_ms (admission done, from arrival), record_ms (the record's write)")
     budget = models.JSONField(null=True, blank=True, help_text="how the request was fitted: window and its source, "
                               "tokens of messages, tools and schema, the learned ratio, max output asked and sent")
-    error = models.TextField(blank=True, default="")
+    error = storable_text_field(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

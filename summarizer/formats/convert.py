@@ -71,6 +71,8 @@ def _parse_text(data: str | bytes) -> Any:
         lines = [ln for ln in _lines(text) if ln.strip()]
         if len(lines) < 2:
             raise FormatError(f"malformed JSON: {first.msg} (column {first.colno})", line=first.lineno) from None
+    except ValueError as exc:  # an integer over Python's int conversion limit (4,300 digits)
+        raise FormatError(f"malformed JSON: {exc}") from None
     return _parse_jsonl(text)
 
 
@@ -90,6 +92,8 @@ def _parse_jsonl(text: str) -> list[Any]:
             raise FormatError("malformed JSON line: nested too deeply", line=number) from None
         except json.JSONDecodeError as exc:
             raise FormatError(f"malformed JSON line: {exc.msg} (column {exc.colno})", line=number) from None
+        except ValueError as exc:
+            raise FormatError(f"malformed JSON line: {exc}", line=number) from None
     return entries
 
 
