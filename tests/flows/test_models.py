@@ -86,9 +86,15 @@ def test_nul_characters_in_agent_text_are_stored_and_read_back_exactly(make_chai
 def test_an_over_long_tool_call_id_is_refused_before_the_database(make_chain):
     from flows.ingest.errors import AppendError
 
-    chain = make_chain(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": None,
-                                 "tool_calls": [{"id": "c" * 300, "type": "function",
-                                                 "function": {"name": "t", "arguments": "{}"}}]}])
+    chain = make_chain(messages=[{"role": "user", "content": "q"}])
+    # Refused where it is issued: a call whose id the tool_call_id column cannot hold could never be answered.
+    with pytest.raises(AppendError) as info:
+        chain_append(chain=chain, messages=[{"role": "assistant", "content": None,
+                                             "tool_calls": [{"id": "c" * 300, "type": "function",
+                                                             "function": {"name": "t", "arguments": "{}"}}]}])
+    assert (info.value.index, info.value.field) == (0, "tool_calls[0].id")
     with pytest.raises(AppendError) as info:
         chain_append(chain=chain, messages=[{"role": "tool", "tool_call_id": "c" * 300, "content": "r"}])
-    assert (info.value.index, info.value.field) == (0, "tool_call_id")
+    assert info.value.field == "tool_call_id"
+    chain.refresh_from_db()
+    assert chain.last_seq == 1
