@@ -112,8 +112,9 @@ def test_a_deep_link_opens_the_page_holding_the_message(page, server, long_chain
     target = page.locator("#m-5")
     target.wait_for()
     assert "is-target" in (target.get_attribute("class") or "")
-    assert page.evaluate("(() => { const r = document.getElementById('m-5').getBoundingClientRect();"
-                         " return r.top >= 0 && r.bottom <= window.innerHeight; })()")
+    # In view, to the pixel: the browser's own anchor scroll may align the row's top at -0.03 px (subpixel layout).
+    wait_for_js(page, "(() => { const r = document.getElementById('m-5').getBoundingClientRect();"
+                      " return r.top >= -1 && r.bottom <= window.innerHeight + 1; })()")
     page.locator("#m-7 .seq-link").click()
     page.wait_for_url(re.compile(r"#m-7$"))
     wait_for_js(page, "document.getElementById('m-7').classList.contains('is-target')")  # set on hashchange

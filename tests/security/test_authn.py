@@ -24,7 +24,8 @@ def ids(make_chain, tool_round) -> dict[str, str]:
     flow = chain.agent.flow
     return {"flow_id": flow.pk, "chain_id": chain.pk, "seq": 1, "profile": "agent", "rest": "anything",
             "app_label": "flows", "object_id": flow.pk, "model_name": "flow", "content_type_id": 1,
-            "url": "flows/flow/", "id": 1, "event_id": 1, "fmt": "openai", "call_id": 1}
+            "url": "flows/flow/", "id": 1, "event_id": 1, "fmt": "openai", "call_id": 1,
+            "response_id": "resp_" + "0" * 48}
 
 
 def _protected(ids: dict[str, str]) -> list[str]:
@@ -72,11 +73,12 @@ def test_the_login_page_and_the_api_description_are_public():
     assert client.get("/api/openapi.json").status_code == 200
 
 
-def _socket_paths(chain_id: int) -> list[str]:
+def _socket_paths(chain_id: int, flow_id: int) -> list[str]:
     paths = []
     for pattern in websocket_urlpatterns:
         route = str(pattern.pattern)
-        paths.append("/" + route.replace("<int:chain_id>", str(chain_id)))
+        paths.append("/" + route.replace("<int:chain_id>", str(chain_id)).replace("<int:flow_id>", str(flow_id)))
+    assert not any("<" in path for path in paths), paths  # every socket route gets a concrete id
     return paths
 
 
@@ -86,7 +88,7 @@ async def test_every_socket_refuses_an_anonymous_visitor(make_chain, tool_round)
     from channels.db import database_sync_to_async
 
     chain = await database_sync_to_async(make_chain)(tool_round)
-    paths = _socket_paths(chain.pk)
+    paths = _socket_paths(chain.pk, chain.agent.flow_id)
     assert paths
     for path in paths:
         comm = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://localhost"),
