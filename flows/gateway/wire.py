@@ -16,7 +16,8 @@ from flows.core import JsonBodyError, json_body, plain_text_problem
 from flows.gateway.prefixes import HistoryMemo
 
 __all__ = ["check_model", "json_object", "MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "WireRequest",
-           "ChatRequest", "parse_chat_request", "error_body", "storable", "wire_message", "with_model"]
+           "ChatRequest", "parse_chat_request", "error_body", "storable", "wire_message", "with_model",
+           "openai_upstream_error"]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_MODEL_CHARS = 200  # GatewayCall.model
@@ -154,3 +155,16 @@ def parse_chat_request(raw: bytes) -> WireRequest:
         raise GatewayError(400, "'stream_options' must be an object", code="invalid_stream_options")
     stored, hashes = _HISTORIES.derive(messages, storable)
     return WireRequest(body=body, raw=raw, model=model.strip(), stream=stream, messages=stored, hashes=hashes)
+
+
+def openai_upstream_error(status: int, raw: bytes) -> GatewayError:
+    """An OpenAI-style upstream's error as it came when it is OpenAI error JSON, else wrapped in one; same status
+    (Chat Completions and Responses share the error shape)."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        return GatewayError(status, str(parsed["error"].get("message", "")), type_="upstream_error", body=raw)
+    text = raw.decode("utf-8", "replace")[:2000] or f"HTTP {status}"
+    return GatewayError(status, f"upstream error: {text}", type_="upstream_error", code="upstream_error")

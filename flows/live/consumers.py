@@ -18,7 +18,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from flows.core import AppendedUpToEvent, HeartbeatEvent, group_name
-from flows.live.limits import CLOSE_TOO_MANY, socket_acquire, socket_release
+from flows.live.limits import socket_admit, socket_release
 from flows.models import Chain
 
 BURST_MAX_MESSAGES = 200
@@ -81,16 +81,7 @@ class ChainConsumer(AsyncJsonWebsocketConsumer):
         self._burst: _Burst | None = None  # appends waiting to be flushed
         self._quiet_at = 0.0  # loop time before which appends are coalesced
         self._tasks: list[asyncio.Task[None]] = []
-        if user is None or not user.is_authenticated:
-            await self.close(code=4401)
-            return
-        allowed = await database_sync_to_async(_visible)(self.chain_id, user)
-        if not allowed:
-            await self.close(code=4404)
-            return
-        if not socket_acquire(user.pk):
-            await self.accept()  # a refused handshake reaches a browser as 1006: accept, so it reads why
-            await self.close(code=CLOSE_TOO_MANY)
+        if not await socket_admit(self, user, lambda viewer: _visible(self.chain_id, viewer)):
             return
         self.slot_user_id = user.pk
         await self.channel_layer.group_add(self.group, self.channel_name)

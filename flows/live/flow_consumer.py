@@ -16,7 +16,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from flows.core import group_name
-from flows.live.limits import CLOSE_TOO_MANY, socket_acquire, socket_release
+from flows.live.limits import socket_admit, socket_release
 from flows.models import Chain, Flow
 
 __all__ = ["FlowConsumer"]
@@ -51,15 +51,7 @@ class FlowConsumer(AsyncJsonWebsocketConsumer):
         self.flow_id = int(self.scope["url_route"]["kwargs"]["flow_id"])
         self._chains: set[int] = set()
         self._task: asyncio.Task[None] | None = None
-        if user is None or not user.is_authenticated:
-            await self.close(code=4401)
-            return
-        if not await database_sync_to_async(_flow_visible)(self.flow_id, user):
-            await self.close(code=4404)
-            return
-        if not socket_acquire(user.pk):
-            await self.accept()  # a refused handshake reaches a browser as 1006: accept, so it reads why
-            await self.close(code=CLOSE_TOO_MANY)
+        if not await socket_admit(self, user, lambda viewer: _flow_visible(self.flow_id, viewer)):
             return
         self.slot_user_id = user.pk
         await self._join_new_chains()

@@ -9,8 +9,14 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["MAX_SOCKETS_PER_USER", "CLOSE_TOO_MANY", "socket_acquire", "socket_release", "sockets_open"]
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+__all__ = ["MAX_SOCKETS_PER_USER", "CLOSE_TOO_MANY", "socket_acquire", "socket_release", "sockets_open",
+           "socket_admit"]
 
 MAX_SOCKETS_PER_USER = int(os.environ.get("WS_MAX_PER_USER", 20))
 CLOSE_TOO_MANY = 4429
@@ -39,3 +45,21 @@ def socket_release(user_id: int) -> None:
 def sockets_open(user_id: int) -> int:
     with _lock:
         return _open[user_id]
+
+
+async def socket_admit(consumer: AsyncJsonWebsocketConsumer, user: Any, visible: Callable[[Any], bool]) -> bool:
+    """Every live socket's gate: close with 4401 (no session), 4404 (`visible(user)` says no, read in a thread)
+    or 4429 (past the cap) and return False; else hold one of the user's slots and return True (the caller
+    accepts). A refused handshake reaches a browser as 1006, so the 4429 close comes after an accept: the tab
+    can say why it is not live."""
+    if user is None or not user.is_authenticated:
+        await consumer.close(code=4401)
+        return False
+    if not await database_sync_to_async(visible)(user):
+        await consumer.close(code=4404)
+        return False
+    if not socket_acquire(user.pk):
+        await consumer.accept()
+        await consumer.close(code=CLOSE_TOO_MANY)
+        return False
+    return True

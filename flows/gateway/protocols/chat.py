@@ -11,7 +11,15 @@ from flows.gateway import upstream
 from flows.gateway.protocols.base import ExtraTokens, Msg, Protocol, StreamReader, StreamResult
 from flows.gateway.request_needs import OUTPUT_FIELDS, chat_needs, check_chat_fields
 from flows.gateway.sse import Assembler, EventSplitter, event_data
-from flows.gateway.wire import GatewayError, WireRequest, error_body, parse_chat_request, storable, wire_message
+from flows.gateway.wire import (
+    GatewayError,
+    WireRequest,
+    error_body,
+    openai_upstream_error,
+    parse_chat_request,
+    storable,
+    wire_message,
+)
 from flows.ingest import bearer_value
 from flows.models import ProviderConfig, ProviderKind
 
@@ -73,15 +81,7 @@ class ChatProtocol(Protocol):
         return upstream.chat_endpoint(provider)
 
     def upstream_error(self, status: int, raw: bytes) -> GatewayError:
-        """The upstream's error as it came when it is OpenAI error JSON, else wrapped in one; same status."""
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-            return GatewayError(status, str(parsed["error"].get("message", "")), type_="upstream_error", body=raw)
-        text = raw.decode("utf-8", "replace")[:2000] or f"HTTP {status}"
-        return GatewayError(status, f"upstream error: {text}", type_="upstream_error", code="upstream_error")
+        return openai_upstream_error(status, raw)
 
     def answer(self, raw: bytes) -> tuple[Msg, dict[str, Any] | None]:
         try:

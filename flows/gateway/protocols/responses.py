@@ -34,7 +34,7 @@ from flows.gateway.responses_wire import (
     with_previous,
 )
 from flows.gateway.streams import ResponsesStream, SseParser
-from flows.gateway.wire import GatewayError, WireRequest, with_model
+from flows.gateway.wire import GatewayError, WireRequest, openai_upstream_error, with_model
 from flows.ingest import bearer_value
 from flows.models import GatewayCall, ProviderConfig, ProviderKind
 
@@ -203,14 +203,7 @@ class ResponsesProtocol(Protocol):
         return upstream.responses_endpoint(provider)
 
     def upstream_error(self, status: int, raw: bytes) -> GatewayError:
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-            return GatewayError(status, str(parsed["error"].get("message", "")), type_="upstream_error", body=raw)
-        text = raw.decode("utf-8", "replace")[:2000] or f"HTTP {status}"
-        return GatewayError(status, f"upstream error: {text}", type_="upstream_error", code="upstream_error")
+        return openai_upstream_error(status, raw)
 
     def answer(self, raw: bytes) -> tuple[Msg, dict[str, Any] | None]:
         response = response_object(raw)
