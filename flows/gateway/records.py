@@ -74,7 +74,7 @@ def _usage_tokens(usage: dict[str, Any]) -> tuple[int, int]:
     """(prompt, completion) tokens of OpenAI's usage, or Anthropic's (input = uncached + cache reads + writes)."""
     def number(key: str) -> int:
         value = usage.get(key)
-        return value if isinstance(value, int) else 0
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     if "prompt_tokens" in usage or "completion_tokens" in usage:
         return number("prompt_tokens"), number("completion_tokens")
@@ -120,12 +120,14 @@ def gateway_call_finish(*, call: GatewayCall, status: str, http_status: int, lat
 
 def _learn_ratio(call: GatewayCall) -> None:
     """A successful call's reported prompt tokens against our estimate of the same request teach the
-    provider's token ratio (`flows.config.token_ratio_learn`); the next request's fit uses it."""
+    provider's token ratio (`flows.config.token_ratio_learn`); the next request's fit uses it. Anthropic's
+    prompt is input + cache reads + cache writes: with caching on, `input_tokens` alone is only the uncached
+    tail and would teach a ratio far too low."""
     usage, budget = call.usage, call.budget
     if call.status != CallStatus.OK or not isinstance(usage, dict) or not isinstance(budget, dict):
         return
-    reported = usage.get("prompt_tokens")
-    if isinstance(reported, int) and not isinstance(reported, bool):
+    reported, _completion = _usage_tokens(usage)
+    if reported > 0:
         ours = int(budget.get("messages", 0)) + int(budget.get("tools", 0)) + int(budget.get("schema", 0))
         token_ratio_learn(call.provider, call.model, ours=ours, reported=reported)
 
