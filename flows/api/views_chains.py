@@ -12,6 +12,7 @@ from flows.config import settings_for, settings_validate, settings_values
 from flows.core import instructions_problem
 from flows.ingest import chain_append
 from flows.models import Chain
+from flows.pages import chain_context_json
 from flows.pipeline import chain_preview, chain_request_compaction
 
 __all__ = ["chain_detail", "chain_messages_endpoint", "chain_events_endpoint", "chain_compact_endpoint",
@@ -52,6 +53,7 @@ async def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
         view_part, view_stats = await sync_to_async(chain_view_json)(chain, out["stats"])
         out.update(view_part)
         out["stats"].update(view_stats)
+        out["context"] = await sync_to_async(chain_context_json)(chain)
     return JsonResponse(out)
 
 

@@ -3,8 +3,9 @@
 Views only translate in and out; reads are `selectors` (one module for every page), 404s `lookup`, forms
 `forms` (shared with the admin).
 """
+from flows.pages.context_breakdown import chain_context_json
 from flows.pages.forms import EnvImportForm, ProviderConfigForm, SummarizerSettingsForm
 
 __all__ = [
-    "EnvImportForm", "ProviderConfigForm", "SummarizerSettingsForm",
+    "chain_context_json", "EnvImportForm", "ProviderConfigForm", "SummarizerSettingsForm",
 ]

@@ -20,6 +20,7 @@ from flows.engine import FORMATS, is_estimate
 from flows.models import ROLES, Chain, SummaryEvent
 from flows.pages.chain_layout import layout_bands, raw_row
 from flows.pages.charts import bytes_chart, retention_chart, tokens_chart
+from flows.pages.context_breakdown import BAR_UNITS, chain_window, context_breakdown
 from flows.pages.event_filters import KINDS, OUTCOMES, event_filter_parse
 from flows.pages.lookup import chain_or_404
 from flows.pages.selectors import (
@@ -35,9 +36,7 @@ from flows.pages.selectors import (
     raw_page,
     raw_page_count,
     raw_prefix_bytes,
-    settings_row_for,
     view_history,
-    window_for_model,
 )
 
 __all__ = ["chain_page", "chain_view_panel", "chain_message_text", "chain_context", "parse_filters"]
@@ -78,16 +77,6 @@ def _page_links(page: int, pages: int) -> list[int | None]:
     return out
 
 
-def _window_bar(view_tokens: int, window: int | None, reserve: int) -> dict[str, Any]:
-    if not window:
-        return {"known": False, "view_tokens": view_tokens}
-    used = min(100.0, 100 * view_tokens / window)
-    res = min(100.0 - used, 100 * reserve / window)
-    return {"known": True, "view_tokens": view_tokens, "reserve": reserve, "window": window,
-            "used_pct": f"{used:.1f}", "reserve_pct": f"{res:.1f}", "free": window - reserve - view_tokens,
-            "over": view_tokens + reserve > window, "percent": round(100 * view_tokens / window)}
-
-
 def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
     """Everything the chain page and its live partial render (one seq window of raw messages)."""
     flow = chain.agent.flow
@@ -102,11 +91,8 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
     else:
         lo, hi = (page - 1) * PAGE_SIZE_MESSAGES + 1, page * PAGE_SIZE_MESSAGES
     view = chain.latest_view()
-    window = window_for_model(flow.model_name)
-    row = settings_row_for(profile=chain.agent.profile, flow=flow)
-    reserve = window.reserve(row.reserve_tokens if row is not None else None)
+    window, reserve = chain_window(chain)
     totals = chain.totals()
-    view_tokens = view.token_count if view is not None else totals["tokens"]
     history = view_history(chain=chain)
     prefix = raw_prefix_bytes(chain=chain)
     bands = layout_bands(view=view, raw=raw_rows, page_lo=lo, page_hi=hi, filtered=filters.active,
@@ -117,7 +103,8 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
         "chain": chain, "flow": flow, "agent": chain.agent, "view": view, "totals": totals, "bands": bands,
         "filters": filters, "roles": ROLES, "tools": sorted({n for n in tool_names.values() if n}),
         "page": page, "pages": pages, "page_links": _page_links(page, pages), "is_last_page": page == pages,
-        "window": window, "bar": _window_bar(view_tokens, window.window, reserve),
+        "window": window, "context": context_breakdown(chain=chain, view=view, window=window, reserve=reserve),
+        "bar_units": BAR_UNITS,
         "tokens_estimated": is_estimate(flow.model_name or None),
         "bytes_chart": bytes_chart(history=history, prefix=prefix),
         "tokens_chart": tokens_chart(history=history, last_seq=chain.last_seq, window=window.window, reserve=reserve),
