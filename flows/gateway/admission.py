@@ -15,6 +15,7 @@ from django.db import transaction
 from flows.config import provider_for, provider_of_kind, settings_for, split_model_ref, token_ratio_for
 from flows.gateway.fit import SentMessages, budget_error, gateway_observed, gateway_view_prepare
 from flows.gateway.protocols import CHAT, Protocol
+from flows.gateway.reads import call_sent_messages
 from flows.gateway.records import gateway_call_finish, gateway_call_start
 from flows.gateway.sessions import call_identity
 from flows.gateway.threads import ChainNotFound, gateway_thread
@@ -44,6 +45,7 @@ class PreparedCall:
     wire: WireRequest | None = None  # the request as its protocol read it (for the protocol's record hook)
     last_body: bytes = b""  # what went upstream last (an overflow retry sends a compacted one)
     needs: RequestNeeds | None = None  # what the request needs besides its messages (tools, schema, max output)
+    replay: bool = False  # a resend of an earlier call the chain has moved past: its answer is not appended
 
 
 def chain_headers(chain: Chain | None) -> dict[str, str]:
@@ -156,14 +158,17 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
     threaded, provider, model, mode = _threaded_and_routed(user, headers, request, protocol)
     chain = threaded.chain
     needs = needs_of(protocol, request, provider, model)
-    if mode == GatewayMode.MANAGE:
+    if threaded.replay and threaded.retry_of is not None:
+        sent = _replay_sent(threaded.retry_of, request, chain, mode)
+    elif mode == GatewayMode.MANAGE:
         sent = gateway_view_prepare(chain_id=chain.pk, needs=needs, model=model)
     else:
         sent = gateway_observed(request.messages, chain, model, needs)
     call = gateway_call_start(chain=chain, user=user, provider=provider, model=model, mode=mode,
                               stream=request.stream, request_messages=len(request.messages),
                               appended=threaded.appended, sent=sent,
-                              request_params=request_params(request.body, headers))
+                              request_params=request_params(request.body, headers),
+                              request_hash=threaded.head_hash, retry_of=threaded.retry_of)
     if mode == GatewayMode.MANAGE and not sent.fits:
         message = budget_error(sent, model)
         gateway_call_finish(call=call, status=CallStatus.FAILED, http_status=400, latency_ms=sent.summarize_ms,
@@ -173,4 +178,22 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
         raise error
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
                         mode=mode, sent=sent, call=call, history=request.messages,
-                        caller=protocol.api_key(headers) or "", protocol=protocol, wire=request, needs=needs)
+                        caller=protocol.api_key(headers) or "", protocol=protocol, wire=request, needs=needs,
+                        replay=threaded.replay)
+
+
+def _replay_sent(call_id: int, request: WireRequest, chain: Chain, mode: str) -> SentMessages:
+    """What a replay sends: what the call it repeats sent (the same request, the same upstream input), not
+    the chain's newer state. Observe mode after a manage-mode original sends the agent's own messages."""
+    original = GatewayCall.objects.get(pk=call_id)
+    if mode == GatewayMode.OBSERVE and original.mode != GatewayMode.OBSERVE:
+        return SentMessages(list(request.messages), None, 0, exact=False)
+    same_chain = original.chain_id == chain.pk  # else a compaction rotated it: its references are another chain's
+    sent = SentMessages(call_sent_messages(original), original.sent_view_version if same_chain else None,
+                        original.sent_raw_seq_to if same_chain else 0,
+                        exact=same_chain and original.sent_messages is None, tokens=original.sent_tokens,
+                        budget=original.budget)
+    budget = original.budget or {}
+    if mode == GatewayMode.MANAGE and budget.get("max_output_sent") != budget.get("max_output_asked"):
+        sent.max_output = budget.get("max_output_sent")
+    return sent

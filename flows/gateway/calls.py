@@ -72,7 +72,7 @@ async def finish(prepared: PreparedCall, started: float, *, status: str, http_st
         gateway_call_complete(call=prepared.call, expected_head=prepared.head_hash, history=prepared.history,
                               after_seq=prepared.chain.last_seq, answer=answer, status=status,
                               http_status=http_status, latency_ms=latency_ms, first_byte_ms=first_byte_ms,
-                              usage=usage, error=error, then=then)
+                              usage=usage, error=error, then=then, replay=prepared.replay)
 
     def then(call: GatewayCall) -> None:
         if prepared.wire is not None:
@@ -142,8 +142,8 @@ async def _shrink(request: WireRequest, prepared: PreparedCall, overflow: str, r
     the upstream's refusal when the retries are spent or the compaction could not shrink the request."""
     given_up = refused or GatewayError(400, f"the upstream reported a context overflow: {overflow[:500]}",
                                        type_="upstream_error", code="context_length_exceeded")
-    if prepared.call.attempts > MAX_OVERFLOW_RETRIES:
-        raise given_up
+    if prepared.call.attempts > MAX_OVERFLOW_RETRIES or prepared.replay:
+        raise given_up  # a replay's compaction would fit the chain's newer state, not the request it repeats
     sent = await hops.run(_overflow_refit, prepared, overflow)
     retry = upstream_body(request, prepared, sent.messages, sent.max_output)
     if retry == prepared.last_body:  # the same request would fail the same way

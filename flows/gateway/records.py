@@ -35,11 +35,12 @@ def _call_event(call: GatewayCall, kind: str) -> dict[str, Any]:
 
 def gateway_call_start(*, chain: Chain, user: Any, provider: ProviderConfig | None, model: str, mode: str,
                        stream: bool, request_messages: int, appended: int, sent: SentMessages,
-                       request_params: dict[str, Any] | None = None) -> GatewayCall:
+                       request_params: dict[str, Any] | None = None, request_hash: str = "",
+                       retry_of: int | None = None) -> GatewayCall:
     call = GatewayCall.objects.create(
         chain=chain, user=user, provider=provider, model=model, mode=mode, stream=stream,
         request_messages=request_messages, appended=appended, summarize_ms=sent.summarize_ms,
-        request_params=request_params or {},
+        request_params=request_params or {}, request_hash=request_hash, retry_of_id=retry_of,
         **_sent_fields(sent, model, chain.pk))
     transaction.on_commit(lambda: broadcast(chain.pk, _call_event(call, "gateway.call.started")))  # type: ignore
     return call
@@ -134,14 +135,16 @@ def _learn_ratio(call: GatewayCall) -> None:
 
 def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: list[Msg] | None,
                           answer: Msg | None, after_seq: int | None = None,
-                          then: Callable[[GatewayCall], None] | None = None, **finish: Any) -> GatewayCall:
+                          then: Callable[[GatewayCall], None] | None = None, replay: bool = False,
+                          **finish: Any) -> GatewayCall:
     """The end of a call in one transaction: the complete answer appended (when the chain has not moved on
     meanwhile; see gateway_answer_append) and the call record closed; `finish` are gateway_call_finish's
-    fields, `then` what the call's wire keeps beside the record (in the same transaction)."""
+    fields, `then` what the call's wire keeps beside the record (in the same transaction). A `replay`'s answer
+    is kept on the record only: the chain already holds what came after its messages."""
     started = time.monotonic()
     with transaction.atomic():
         seq = None
-        if answer is not None:
+        if answer is not None and not replay:
             seq = gateway_answer_append(chain_id=call.chain_id, expected_head=expected_head, message=answer,
                                         history=history, after_seq=after_seq,
                                         queue_summary=call.mode != GatewayMode.MANAGE)

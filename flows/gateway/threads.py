@@ -3,6 +3,10 @@
 Threading (`gateway_thread`) is all or nothing: under a row lock the matched chain's head hash is checked
 again, so two requests racing for one chain never interleave their messages; the loser threads again and,
 its history no longer being a prefix, continues in a successor chain ("client rewrote its history").
+
+A request an earlier call already sent (an SDK retry, a client replaying a call it lost: its messages are a
+prefix the chain holds) is not a rewrite: it continues that call's chain, appends nothing and is recorded as a
+retry of that call (`ThreadResult.retry_of`); only a history that really differs starts a successor.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from flows.ingest import (
     chain_append_locked,
     flow_create,
 )
-from flows.models import AGENT_TYPES, Agent, Chain, Flow, Message, Outcome, SummaryEvent, Trigger
+from flows.models import AGENT_TYPES, Agent, Chain, Flow, GatewayCall, Message, Outcome, SummaryEvent, Trigger
 from flows.pipeline import active_bytes
 
 __all__ = ["MAX_THREAD_ATTEMPTS", "ChainNotFound", "ThreadResult", "gateway_thread", "gateway_answer_append"]
@@ -78,6 +82,8 @@ class ThreadResult:
     appended: int
     head_hash: str
     rewritten_from: int | None = None  # the chain this request's rewritten history replaces
+    retry_of: int | None = None  # the earlier call (GatewayCall pk) that sent exactly these messages
+    replay: bool = False  # the chain holds more than the request (its answer, later turns): nothing goes after it
 
 
 def _title(messages: list[Msg]) -> str:
@@ -126,6 +132,9 @@ def gateway_thread(*, user: Any, messages: list[Msg], pinned_chain_id: int | Non
                     return _extend_locked(rows[match.chain_id], match, messages, hashes)
             if match is not None:
                 return _extend(match, messages, hashes)
+            replayed = _replayed(chains, hashes[-1])
+            if replayed is not None:
+                return replayed
             previous = chains.filter(root_hash=root).order_by("-updated_at", "-pk").first()
             if previous is None and pinned_chain_id is not None:
                 previous = chains.order_by("-pk").first()
@@ -158,7 +167,32 @@ def _extend_locked(chain: Chain, match: Match, messages: list[Msg], hashes: list
     if new:
         _append_all(chain, new, _history_in_hand(chain, messages[:match.known]),
                     **_head(hashes, messages, chain.last_seq + len(new)))
-    return ThreadResult(chain=chain, appended=len(new), head_hash=hashes[-1])
+    retry_of = None if new else _earlier_call([chain.agent_id], hashes[-1])
+    return ThreadResult(chain=chain, appended=len(new), head_hash=hashes[-1], retry_of=retry_of)
+
+
+def _earlier_call(agent_ids: Any, request_hash: str) -> int | None:
+    """The first call of these agents that sent exactly the messages hashing to `request_hash` (the one a
+    resend repeats, however often it is resent)."""
+    calls = GatewayCall.objects.filter(chain__agent_id__in=agent_ids, request_hash=request_hash)
+    return calls.order_by("pk").values_list("pk", flat=True).first()
+
+
+def _replayed(chains: Any, request_hash: str) -> ThreadResult | None:
+    """A request no chain's head continues but an earlier call of one of these chains' agents sent (the chain
+    has moved past it: the answer, later turns): it continues that agent's active chain, appending nothing,
+    as a retry of that call. The agent's chain may have been rotated by a compaction since: the call's chain
+    is then archived, and its agent's active chain holds the history on."""
+    call_id = _earlier_call(chains.values("agent_id"), request_hash)
+    if call_id is None:
+        return None
+    agent_id = GatewayCall.objects.filter(pk=call_id).values_list("chain__agent_id", flat=True).get()
+    chain = chains.filter(agent_id=agent_id).order_by("-pk").first()
+    if chain is None:
+        return None
+    with transaction.atomic():  # the caller's transaction keeps the lock (admission threads in one)
+        locked = _locked(chain.pk)
+    return ThreadResult(chain=locked, appended=0, head_hash=request_hash, retry_of=call_id, replay=True)
 
 
 def _history_in_hand(chain: Chain, known: list[Msg]) -> list[Msg] | None:

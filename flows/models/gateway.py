@@ -63,6 +63,10 @@ class GatewayCall(models.Model):
     budget = models.JSONField(null=True, blank=True, help_text="how the request was fitted: window and its source, "
                               "tokens of messages, tools and schema, the learned ratio, max output asked and sent")
     error = storable_text_field(blank=True, default="")
+    request_hash = models.CharField(max_length=64, blank=True, default="", db_index=True,
+                                    help_text="prefix hash of the request's messages (flows/gateway/prefixes.py)")
+    retry_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retries",
+                                 help_text="the earlier call that sent the same messages (an SDK retry, a replay)")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
