@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.core import JsonBodyError, json_body, plain_text_problem
-from flows.gateway.prefixes import HistoryMemo
+from flows.gateway.prefixes import HistoryMemo, message_digest
 
 __all__ = ["check_model", "json_object", "MAX_BODY_BYTES", "ORIGINAL_ROLE", "GatewayError", "WireRequest",
            "ChatRequest", "parse_chat_request", "error_body", "storable", "wire_message", "with_model",
-           "openai_upstream_error"]
+           "openai_upstream_error", "unknown_fields", "AgentFields"]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_MODEL_CHARS = 200  # GatewayCall.model
@@ -69,18 +69,21 @@ ChatRequest = WireRequest  # the name before the other wire formats came
 
 
 def storable(message: Any, index: int) -> dict[str, Any]:
-    """The message as the chain stores it: known keys only, nulls dropped, `developer` read as `system`.
+    """The message as the chain stores it: nulls dropped, `developer` read as `system`.
 
-    SDKs echo assistant messages back with extra nulls (`refusal`, `audio`, `function_call`); dropping them
-    makes the resent history hash equal to what was stored. A chain has one system message, its first (as
-    PentAGI's do); a system or developer message later in a request (an instruction some frameworks insert
-    mid-conversation) is stored as a user message carrying `original_role`. Observe mode forwards it as the
-    agent sent it; in manage mode it is part of the view like any user message (PentAGI's view merges
-    consecutive user messages), so it goes upstream as user text.
+    SDKs echo assistant messages back with extra nulls (`refusal`, `audio`, `function_call`): dropped. Any other
+    field the chain has no column for (`cache_control`, vendor keys such as `reasoning_content`) is kept as it
+    came: it lands in `Message.extra` and export gives it back. Threading hashes only the known fields
+    (`prefixes.normalised`), so such a field never makes a resend look like a rewritten history.
+
+    A chain has one system message, its first (as PentAGI's do); a system or developer message later in a
+    request (an instruction some frameworks insert mid-conversation) is stored as a user message carrying
+    `original_role`. Observe mode forwards it as the agent sent it; in manage mode it is part of the view like
+    any user message (PentAGI's view merges consecutive user messages), so it goes upstream as user text.
     """
     if not isinstance(message, dict):
         raise GatewayError(400, f"messages[{index}] must be an object", code="invalid_message")
-    out = {k: message[k] for k in _KEEP_KEYS if message.get(k) is not None}
+    out = {k: v for k, v in message.items() if v is not None and k != ORIGINAL_ROLE}
     if out.get("role") in INSTRUCTION_ROLES:
         if index:
             out[ORIGINAL_ROLE] = out["role"]
@@ -95,10 +98,43 @@ def storable(message: Any, index: int) -> dict[str, Any]:
     return out
 
 
-def wire_message(message: dict[str, Any]) -> dict[str, Any]:
-    """A stored message as the upstream takes it: our own fields (PentAGI's `reasoning`, `original_role`)
-    dropped, since strict endpoints refuse unknown message fields."""
-    return {k: v for k, v in message.items() if k not in ("reasoning", ORIGINAL_ROLE)}
+def unknown_fields(message: dict[str, Any]) -> dict[str, Any]:
+    """The message's fields the chain has no column for (`cache_control`, `reasoning_content`, ...)."""
+    return {k: v for k, v in message.items() if k not in _KEEP_KEYS and k != ORIGINAL_ROLE}
+
+
+class AgentFields:
+    """The unknown fields the agent sent on each message of this request, found again by message identity.
+
+    A fitted view is rebuilt from stored messages; a view message equal to one the agent sent (same role,
+    content, calls, call id and name) goes upstream with that message's unknown fields as sent this time (a
+    `cache_control` breakpoint the agent moved moves too; a stored answer's vendor keys the agent did not echo
+    stay out). A message the engine changed or made (a truncated output, a summary) has none. Identical
+    messages are matched from the end, since a view keeps the tail of a history and summarizes its head."""
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self._by_digest: dict[bytes, list[dict[str, Any]]] = {}
+        if any(unknown_fields(m) for m in messages):  # else nothing to look up: no digests computed
+            for message in messages:
+                self._by_digest.setdefault(message_digest(message), []).append(unknown_fields(message))
+
+    def wire_messages(self, view: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`view` as the upstream takes it (see wire_message), in order."""
+        return [wire_message(m, self._take(m)) for m in reversed(view)][::-1]
+
+    def _take(self, message: dict[str, Any]) -> dict[str, Any]:
+        if not self._by_digest:
+            return {}
+        same = self._by_digest.get(message_digest(message))
+        return same.pop() if same else {}
+
+
+def wire_message(message: dict[str, Any], sent: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A stored message as the upstream takes it: its known fields without our own (PentAGI's `reasoning`,
+    `original_role`: strict endpoints refuse unknown message fields), plus `sent`, the unknown fields the agent
+    put on this very message in this request (AgentFields)."""
+    out = {k: v for k, v in message.items() if k in _KEEP_KEYS and k != "reasoning"}
+    return {**out, **(sent or {})}
 
 
 _MODEL_MEMBER = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.)*")')

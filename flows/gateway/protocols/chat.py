@@ -12,13 +12,13 @@ from flows.gateway.protocols.base import ExtraTokens, Msg, Protocol, StreamReade
 from flows.gateway.request_needs import OUTPUT_FIELDS, chat_needs, check_chat_fields
 from flows.gateway.sse import Assembler, EventSplitter, event_data
 from flows.gateway.wire import (
+    AgentFields,
     GatewayError,
     WireRequest,
     error_body,
     openai_upstream_error,
     parse_chat_request,
     storable,
-    wire_message,
 )
 from flows.ingest import bearer_value
 from flows.models import ProviderConfig, ProviderKind
@@ -72,7 +72,7 @@ class ChatProtocol(Protocol):
         return exc.payload()
 
     def rebuilt(self, request: WireRequest, model: str, messages: list[Msg], *, manage: bool) -> dict[str, Any]:
-        body = {**request.body, "model": model, "messages": [wire_message(m) for m in messages]}
+        body = {**request.body, "model": model, "messages": AgentFields(request.messages).wire_messages(messages)}
         if request.stream and manage:
             body["stream_options"] = {**(request.body.get("stream_options") or {}), "include_usage": True}
         return body
