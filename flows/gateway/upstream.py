@@ -15,7 +15,7 @@ from flows.gateway.wire import GatewayError
 from flows.models import ProviderConfig
 
 __all__ = ["CONNECT_TIMEOUT_SECONDS", "client", "open_chat", "open_post", "chat_endpoint", "responses_endpoint",
-           "list_models", "upstream_error"]
+           "list_models", "models_endpoint", "upstream_error"]
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -58,6 +58,11 @@ def upstream_error(exc: BaseException) -> GatewayError:
 def chat_endpoint(provider: ProviderConfig) -> tuple[str, dict[str, str]]:
     """URL and headers of an OpenAI-compatible provider's /chat/completions."""
     return _url(provider, "/chat/completions"), _headers(provider)
+
+
+def models_endpoint(provider: ProviderConfig) -> tuple[str, dict[str, str]]:
+    """URL and headers of an OpenAI-compatible provider's model listing (GET /models)."""
+    return _url(provider, "/models"), _headers(provider)
 
 
 def responses_endpoint(provider: ProviderConfig) -> tuple[str, dict[str, str]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 
-from flows.models import Chain, Flow
+from flows.models import Chain, Flow, ProviderConfig
 
-__all__ = ["chain_or_404", "flow_or_404"]
+__all__ = ["chain_or_404", "flow_or_404", "provider_or_404"]
 
 
 def chain_or_404(request: HttpRequest, chain_id: int) -> Chain:
@@ -16,3 +16,8 @@ def chain_or_404(request: HttpRequest, chain_id: int) -> Chain:
 
 def flow_or_404(request: HttpRequest, flow_id: int) -> Flow:
     return get_object_or_404(Flow.objects.visible_to(request.user).select_related("owner"), pk=flow_id)
+
+
+def provider_or_404(provider_id: int) -> ProviderConfig:
+    """Providers are staff's: the caller has checked `is_staff` already."""
+    return get_object_or_404(ProviderConfig, pk=provider_id)

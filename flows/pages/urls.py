@@ -1,7 +1,7 @@
 """Page routes (included by flows/urls.py at the site root)."""
 from django.urls import path
 
-from flows.pages import chain, chain_extras, compact, flow_detail, flows_list, settings_page, upload
+from flows.pages import chain, chain_extras, compact, flow_detail, flows_list, providers, settings_page, upload
 
 urlpatterns = [
     path("", flows_list.flows_list_page, name="flows-list"),
@@ -19,4 +19,9 @@ urlpatterns = [
     path("settings/", settings_page.settings_page, name="settings"),
     path("settings/export.env", settings_page.settings_export, name="settings-export"),
     path("settings/import-env/", settings_page.settings_import, name="settings-import"),
+    path("providers/", providers.providers_page, name="providers"),
+    path("providers/new/", providers.provider_edit_page, name="provider-new"),
+    path("providers/<int:provider_id>/", providers.provider_edit_page, name="provider-edit"),
+    path("providers/<int:provider_id>/test/", providers.provider_test, name="provider-test"),
+    path("providers/<int:provider_id>/delete/", providers.provider_delete, name="provider-delete"),
 ]

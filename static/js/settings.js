@@ -53,16 +53,38 @@ async function preview() {
   }
 }
 
+// One column (the layout stacks below 1100 px, as in app.css): the preview would sit under every field, thousands
+// of pixels from the one being edited, so it moves to just below that field; two columns: it goes back beside them.
+const STACKED = window.matchMedia("(max-width: 1100px)");
+
+function placePreview(input) {
+  const card = document.getElementById("preview");
+  const row = input.closest(".setting");
+  const home = form.parentElement;
+  if (!card || !home) return;
+  if (STACKED.matches && row) {
+    if (row.nextElementSibling !== card) row.after(card);
+  } else if (card.parentElement !== home) {
+    home.append(card);
+  }
+}
+
 function schedule() {
   clearTimeout(state.timer);
   state.timer = setTimeout(preview, DEBOUNCE_MS);
 }
 
 if (form) {
-  form.addEventListener("input", (e) => { if (e.target.matches("input, select")) { markChanged(e.target); schedule(); } });
+  form.addEventListener("input", (e) => {
+    if (!e.target.matches("input, select")) return;
+    markChanged(e.target);
+    placePreview(e.target);
+    schedule();
+  });
   form.addEventListener("change", (e) => {
     if (!e.target.matches("input, select")) return;
     markChanged(e.target);
+    placePreview(e.target);
     // another chain picked: nothing to debounce, and its caches are cold, so the sooner the better
     if (e.target.id === "preview-chain") { clearTimeout(state.timer); preview(); } else schedule();
   });

@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -43,6 +44,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, host: str, port: int, no_demo: bool, embedded_worker: bool, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         user = self._ensure_demo_user()
+        self._staff_hint()
         worker = self._start_worker(force=embedded_worker)
         self._close_interrupted_calls()
         if worker is not None:
@@ -80,6 +82,12 @@ class Command(BaseCommand):
         self.stdout.write(self.style.WARNING(
             f"login: user '{DEMO_USERNAME}', password '{password}' (shown once; stored hashed)"))
         return user
+
+    def _staff_hint(self) -> None:
+        """`demo` is not staff: while no account is, say how to get one (providers, defaults, the admin)."""
+        if not get_user_model().objects.filter(is_staff=True, is_active=True).exists():
+            self.stdout.write("no staff account yet (needed for /providers/, the settings defaults and /admin/): "
+                              "create one with `.venv/bin/python manage.py createsuperuser`")
 
     def _start_worker(self, *, force: bool):
         if settings.REDIS_URL and not force:
