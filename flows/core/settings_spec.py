@@ -14,7 +14,8 @@ from flows.engine import STRATEGIES, SUMMARIZER_SETTINGS, SettingSpec, parse_boo
 
 __all__ = [
     "AGENT", "ASSISTANT", "PROFILES", "SettingSpec", "SETTINGS_FIELDS", "FIELDS_BY_NAME", "ASSISTANT_FORCED",
-    "IDENTIFIER_POLICIES", "PRUNING_MODES", "STRATEGIES", "parse_bool", "env_fallback", "model_help",
+    "IDENTIFIER_POLICIES", "PRUNING_MODES", "SUMMARY_FALLBACKS", "STRATEGIES", "parse_bool", "env_fallback",
+    "model_help",
 ]
 
 AGENT, ASSISTANT = PROFILES = ("agent", "assistant")  # the keys of every SettingSpec's env and default
@@ -22,6 +23,7 @@ KB = 1024
 IDENTIFIER_POLICIES = ("strict", "off", "custom")
 PRUNING_MODES = ("off", "on")
 GATEWAY_MODES = ("manage", "observe")
+SUMMARY_FALLBACKS = ("offline", "fail")
 PENTAGI, WINDOW = STRATEGIES
 ASSISTANT_COMPACTION_PREFIX = "ASSISTANT_"
 
@@ -33,6 +35,15 @@ def _compaction(name: str, kind: str, default: Any, help_text: str, *, unit: str
     return SettingSpec(name, kind, {AGENT: env, ASSISTANT: ASSISTANT_COMPACTION_PREFIX + env},
                        {AGENT: default, ASSISTANT: default}, help_text, unit, minimum, maximum, "compaction",
                        choices, max_length)
+
+
+def _gateway(name: str, kind: str, default: Any, help_text: str, *, unit: str = "", minimum: int | None = None,
+             maximum: int | None = None, choices: tuple[str, ...] = ()) -> SettingSpec:
+    """A gateway setting: variable GATEWAY_<NAME> (assistant: ASSISTANT_GATEWAY_<NAME>, unset: GATEWAY_<NAME>)."""
+    env = "GATEWAY_" + name.upper()
+    return SettingSpec(name, kind, {AGENT: env, ASSISTANT: ASSISTANT_COMPACTION_PREFIX + env},
+                       {AGENT: default, ASSISTANT: default}, help_text, unit, minimum, maximum, "compaction",
+                       choices, 16 if choices else None)
 
 
 COMPACTION_SETTINGS: tuple[SettingSpec, ...] = (
@@ -85,17 +96,27 @@ COMPACTION_SETTINGS: tuple[SettingSpec, ...] = (
                 "What /v1/chat/completions forwards: 'manage' the summarized view fitted to the window, 'observe' "
                 "the agent's request untouched; a request may override it with the X-Gateway-Mode header.",
                 "", None, None, "compaction", GATEWAY_MODES, 8),
-    SettingSpec("loop_repeats", "int",
-                {AGENT: "GATEWAY_LOOP_REPEATS", ASSISTANT: ASSISTANT_COMPACTION_PREFIX + "GATEWAY_LOOP_REPEATS"},
-                {AGENT: 3, ASSISTANT: 3},
-                "Agent loops: flag a tool call (same name and arguments) that comes this many times in a row, or "
-                "this many times within the last 'loop window' calls; 0 or 1 = off.", "calls", 0, 100,
-                "compaction"),
-    SettingSpec("loop_window", "int",
-                {AGENT: "GATEWAY_LOOP_WINDOW", ASSISTANT: ASSISTANT_COMPACTION_PREFIX + "GATEWAY_LOOP_WINDOW"},
-                {AGENT: 10, ASSISTANT: 10},
-                "Agent loops: how many of the agent's latest tool calls a repeat is counted in; 0 = only repeats in "
-                "a row count.", "calls", 0, 200, "compaction"),
+    _gateway("loop_repeats", "int", 3,
+             "Agent loops: flag a tool call (same name and arguments) that comes this many times in a row, or "
+             "this many times within the last 'loop window' calls; 0 or 1 = off.", unit="calls", minimum=0,
+             maximum=100),
+    _gateway("loop_window", "int", 10,
+             "Agent loops: how many of the agent's latest tool calls a repeat is counted in; 0 = only repeats in "
+             "a row count.", unit="calls", minimum=0, maximum=200),
+    _gateway("summary_fallback", "choice", "offline",
+             "During a gateway call, when every summary/compaction model fails (error, timeout, empty or non-text "
+             "answer, identifier audit failed twice) or the call's summarizer bound below is reached: 'offline' "
+             "the offline extractive summarizer writes the summary and the call proceeds (the event names the "
+             "failed model); 'fail' the run fails closed and the view stays as it was.", choices=SUMMARY_FALLBACKS),
+    _gateway("summary_deadline_seconds", "int", 60,
+             "Total time one gateway call may spend summarizing and fitting (its overflow retries included); past "
+             "it no model call is waited for: the offline summarizer writes the rest ('offline') or the call goes "
+             "upstream with the view as far as it got ('fail'). 0 = no deadline.", unit="seconds", minimum=0,
+             maximum=3600),
+    _gateway("summary_max_calls", "int", 32,
+             "Most summarize calls one gateway call may make to a model; past it the offline summarizer writes "
+             "the rest ('offline') or no further model call is made ('fail'). 0 = no cap.", unit="calls",
+             minimum=0, maximum=10_000),
 )
 
 # When the summarizer runs: PentAGI's byte budgets after every turn (exact, the default) or only when the view

@@ -13,7 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from flows.config import provider_for, provider_of_kind, settings_for, split_model_ref, token_ratio_for
-from flows.gateway.fit import SentMessages, budget_error, gateway_observed, gateway_view_prepare
+from flows.gateway.fit import SentMessages, budget_error, call_guard_for, gateway_observed, gateway_view_prepare
 from flows.gateway.protocols import CHAT, Protocol
 from flows.gateway.reads import call_sent_messages
 from flows.gateway.records import gateway_call_finish, gateway_call_start
@@ -23,7 +23,7 @@ from flows.gateway.trace import request_params
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.ingest import AppendError, InvalidToken, bearer_user, bearer_value
 from flows.models import CallStatus, Chain, GatewayCall, GatewayMode, ProviderConfig, ProviderKind
-from flows.pipeline import RequestNeeds
+from flows.pipeline import CallGuard, RequestNeeds
 
 __all__ = ["PreparedCall", "authenticate_bearer", "authenticate_key", "resolve_upstream", "prepare_call",
            "chain_headers"]
@@ -46,6 +46,8 @@ class PreparedCall:
     last_body: bytes = b""  # what went upstream last (an overflow retry sends a compacted one)
     needs: RequestNeeds | None = None  # what the request needs besides its messages (tools, schema, max output)
     replay: bool = False  # a resend of an earlier call the chain has moved past: its answer is not appended
+    guard: CallGuard | None = None  # the bound and fallback of this call's summarizing (made when it first summarizes)
+    compact_seconds: float = 0.0  # spent compacting after an overflow: added to the upstream's deadline, not taken
 
 
 def chain_headers(chain: Chain | None) -> dict[str, str]:
@@ -157,11 +159,12 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
     is refused with one clear 400 (its call recorded as failed)."""
     threaded, provider, model, mode = _threaded_and_routed(user, headers, request, protocol)
     chain = threaded.chain
-    needs = needs_of(protocol, request, provider, model)
+    needs, guard = needs_of(protocol, request, provider, model), None
     if threaded.replay and threaded.retry_of is not None:
         sent = _replay_sent(threaded.retry_of, request, chain, mode)
     elif mode == GatewayMode.MANAGE:
-        sent = gateway_view_prepare(chain_id=chain.pk, needs=needs, model=model)
+        guard = call_guard_for(chain)
+        sent = gateway_view_prepare(chain_id=chain.pk, needs=needs, model=model, guard=guard)
     else:
         sent = gateway_observed(request.messages, chain, model, needs)
     call = gateway_call_start(chain=chain, user=user, provider=provider, model=model, mode=mode,
@@ -179,7 +182,7 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
     return PreparedCall(user=user, chain=chain, head_hash=threaded.head_hash, provider=provider, model=model,
                         mode=mode, sent=sent, call=call, history=request.messages,
                         caller=protocol.api_key(headers) or "", protocol=protocol, wire=request, needs=needs,
-                        replay=threaded.replay)
+                        replay=threaded.replay, guard=guard)
 
 
 def _replay_sent(call_id: int, request: WireRequest, chain: Chain, mode: str) -> SentMessages:

@@ -27,7 +27,7 @@ from flows.core import abroadcast
 from flows.engine import is_context_overflow_error, observed_token_count
 from flows.gateway import hops, upstream
 from flows.gateway.admission import PreparedCall
-from flows.gateway.fit import SentMessages, gateway_overflow_compact
+from flows.gateway.fit import SentMessages, call_guard_for, gateway_overflow_compact
 from flows.gateway.protocols import StreamReader
 from flows.gateway.records import gateway_call_complete, gateway_call_retried
 from flows.gateway.wire import GatewayError, WireRequest
@@ -123,7 +123,7 @@ async def open_upstream(request: WireRequest, prepared: PreparedCall, deadline: 
     while True:
         if overflow:
             await _shrink(request, prepared, overflow, refused)
-        async with asyncio.timeout_at(deadline):
+        async with asyncio.timeout_at(deadline + prepared.compact_seconds):
             response = await upstream.open_post(url, prepared.last_body, headers)
             if response.status_code < 400:
                 return response
@@ -144,12 +144,23 @@ async def _shrink(request: WireRequest, prepared: PreparedCall, overflow: str, r
                                        type_="upstream_error", code="context_length_exceeded")
     if prepared.call.attempts > MAX_OVERFLOW_RETRIES or prepared.replay:
         raise given_up  # a replay's compaction would fit the chain's newer state, not the request it repeats
+    compacting = time.monotonic()
     sent = await hops.run(_overflow_refit, prepared, overflow)
+    prepared.compact_seconds += time.monotonic() - compacting  # ours (bounded by the call's guard), not the upstream's
     retry = upstream_body(request, prepared, sent.messages, sent.max_output)
     if retry == prepared.last_body:  # the same request would fail the same way
-        raise given_up
+        raise _not_compacted(given_up, sent.failure)
     await hops.run(gateway_call_retried, call=prepared.call, sent=sent, error=overflow)
     prepared.last_body = retry
+
+
+def _not_compacted(refused: GatewayError, failure: str) -> GatewayError:
+    """The upstream's refusal, or, when our compaction failed (a summary model with `summary_fallback` 'fail'),
+    one error that says so."""
+    if not failure:
+        return refused
+    return GatewayError(refused.status, "the upstream reported a context overflow and compacting the chain to fit "
+                        f"it failed: {failure}", type_="upstream_error", code="context_length_exceeded")
 
 
 _IN_THE_MESSAGES = re.compile(r"\(([\d,]+) in the messages")  # OpenAI: "you requested N tokens (P in the messages, ..."
@@ -172,8 +183,9 @@ def _overflow_refit(prepared: PreparedCall, text: str) -> SentMessages:
                                   reported=observed, overflow=True)
         if ratio is not None:  # at least the overflow's own ratio (`overflow=True`)
             needs = prepared.needs = replace(needs, ratio=ratio)
+    prepared.guard = prepared.guard or call_guard_for(prepared.chain)  # one bound for the whole call
     return gateway_overflow_compact(chain_id=prepared.chain.pk, observed_tokens=observed, needs=needs,
-                                    model=prepared.model)
+                                    model=prepared.model, guard=prepared.guard)
 
 
 async def complete(request: WireRequest, prepared: PreparedCall, started: float) -> bytes:
@@ -181,7 +193,7 @@ async def complete(request: WireRequest, prepared: PreparedCall, started: float)
     deadline = asyncio.get_running_loop().time() + prepared.provider.timeout_seconds
     try:
         response = await open_upstream(request, prepared, deadline)
-        async with asyncio.timeout_at(deadline):
+        async with asyncio.timeout_at(deadline + prepared.compact_seconds):
             try:
                 raw = await response.aread()
             finally:
@@ -204,7 +216,7 @@ async def stream_events(request: WireRequest, prepared: PreparedCall, response: 
     status, error, reported, usage = CallStatus.FAILED, "", False, None
     answer: dict[str, Any] | None = None
     try:
-        async with asyncio.timeout_at(deadline):
+        async with asyncio.timeout_at(deadline + prepared.compact_seconds) as scope:
             while True:
                 async for chunk in response.aiter_raw():
                     for event in reader.feed(chunk):
@@ -216,6 +228,7 @@ async def stream_events(request: WireRequest, prepared: PreparedCall, response: 
                 if not result.overflow:
                     break
                 await response.aclose()  # an overflow the agent has not seen yet: compact and retry
+                scope.reschedule(None)  # compacting is bounded by the call's guard; each attempt by its own deadline
                 try:
                     response = await open_upstream(request, prepared, deadline, overflow=result.overflow)
                 except GatewayError:
@@ -223,6 +236,7 @@ async def stream_events(request: WireRequest, prepared: PreparedCall, response: 
                         yield event
                     break
                 reader = prepared.protocol.stream_reader(request, manage=manage)
+                scope.reschedule(deadline + prepared.compact_seconds)
         answer, usage, error, reported = result.answer, result.usage, result.error, result.reported
         if answer is not None:
             status = CallStatus.OK

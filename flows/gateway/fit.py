@@ -18,19 +18,21 @@ from typing import Any
 
 from flows.config import settings_for
 from flows.engine import count_tokens, prune_view
-from flows.models import Chain, PruningMode, Trigger
+from flows.models import Chain, Outcome, PruningMode, Trigger
 from flows.pipeline import (
+    CallGuard,
     RequestNeeds,
     chain_fit,
     chain_summarize,
     elapsed_ms,
     fit_budget,
+    guarding,
     load_state,
     window_info,
 )
 
 __all__ = ["Msg", "SentMessages", "budget_record", "budget_error", "gateway_view_prepare", "gateway_observed",
-           "gateway_overflow_compact"]
+           "gateway_overflow_compact", "call_guard_for"]
 
 Msg = dict[str, Any]
 
@@ -48,6 +50,7 @@ class SentMessages:
     max_output: int | None = None  # manage mode: the request's max output clamped to what the view leaves
     budget: dict[str, Any] | None = None  # the request's breakdown (see `budget_record`), None: window unknown
     fits: bool = True  # False: even the fitted request cannot keep the floor of its answer free
+    failure: str = ""  # why the compaction run for this call failed (its event's reason), "" when it did not
 
 
 def _state_messages(chain_id: int, *, needs: RequestNeeds | None = None, model: str = "") -> SentMessages:
@@ -96,18 +99,28 @@ def budget_error(sent: SentMessages, model: str) -> str:
             "compacting the chain")
 
 
-def gateway_view_prepare(*, chain_id: int, needs: RequestNeeds | None = None, model: str = "") -> SentMessages:
+def call_guard_for(chain: Chain) -> CallGuard:
+    """The bound and fallback of one call's summarizing, from the chain's settings (profile and flow)."""
+    row = settings_for(profile=chain.agent.profile, flow=chain.agent.flow)
+    return CallGuard(fallback=row.summary_fallback, deadline_seconds=float(row.summary_deadline_seconds),
+                     max_calls=row.summary_max_calls)
+
+
+def gateway_view_prepare(*, chain_id: int, needs: RequestNeeds | None = None, model: str = "",
+                         guard: CallGuard | None = None) -> SentMessages:
     """Manage mode: the chain summarized with its profile and fitted to the room the request leaves, right
     before the call.
 
     The same engine runs as after a turn (`chain_summarize`: summarize, then fit); when there was nothing new
     to summarize the view is still fitted to this request (its tools or output cap may not fit the view the
     last turn saved). The saved view plus the raw messages newer than it is what goes upstream, pruned per
-    request when pruning is on.
+    request when pruning is on. `guard` bounds the summarizing and says what stands in for a failed model
+    (`summary_fallback`, `summary_deadline_seconds`, `summary_max_calls`): the chain's settings when None.
     """
     started = time.monotonic()
-    if chain_summarize(chain_id=chain_id, trigger=Trigger.TURN, needs=needs) is None and needs is not None:
-        chain_fit(chain_id=chain_id, trigger=Trigger.WINDOW, needs=needs)
+    with guarding(guard or call_guard_for(Chain.objects.select_related("agent__flow").get(pk=chain_id))):
+        if chain_summarize(chain_id=chain_id, trigger=Trigger.TURN, needs=needs) is None and needs is not None:
+            chain_fit(chain_id=chain_id, trigger=Trigger.WINDOW, needs=needs)
     spent = elapsed_ms(started)
     sent = _state_messages(chain_id, needs=needs, model=model)
     sent.summarize_ms = spent
@@ -129,15 +142,19 @@ def gateway_observed(messages: list[Msg], chain: Chain, model: str, needs: Reque
 
 
 def gateway_overflow_compact(*, chain_id: int, observed_tokens: int | None, needs: RequestNeeds | None = None,
-                             model: str = "") -> SentMessages:
+                             model: str = "", guard: CallGuard | None = None) -> SentMessages:
     """After the upstream reported a context overflow: force a compaction and return the smaller view.
 
     With `needs` the fit uses the request's budget; its ratio already holds what the overflow taught (the
-    caller learned it from `observed_tokens` first), so the observed count is not applied twice."""
+    caller learned it from `observed_tokens` first), so the observed count is not applied twice. `guard`: the
+    call's bound and fallback, shared with the summarizing before the call (see `gateway_view_prepare`)."""
     started = time.monotonic()
-    chain_fit(chain_id=chain_id, trigger=Trigger.OVERFLOW, observed_tokens=None if needs else observed_tokens,
-              needs=needs)
+    with guarding(guard or call_guard_for(Chain.objects.select_related("agent__flow").get(pk=chain_id))):
+        event = chain_fit(chain_id=chain_id, trigger=Trigger.OVERFLOW,
+                          observed_tokens=None if needs else observed_tokens, needs=needs)
     spent = elapsed_ms(started)
     sent = _state_messages(chain_id, needs=needs, model=model)
     sent.exact, sent.summarize_ms = False, spent  # a retry stores what it sent: each attempt's input is shown
+    if event is not None and event.outcome == Outcome.FAILED:
+        sent.failure = event.reason
     return sent

@@ -98,6 +98,9 @@ class SummarizerSettings(models.Model):
     gateway_mode = setting_field("gateway_mode")
     loop_repeats = setting_field("loop_repeats")
     loop_window = setting_field("loop_window")
+    summary_fallback = setting_field("summary_fallback")
+    summary_deadline_seconds = setting_field("summary_deadline_seconds")
+    summary_max_calls = setting_field("summary_max_calls")
 
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

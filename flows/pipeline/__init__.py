@@ -3,8 +3,10 @@ background work that runs them.
 
 Runs go one way: `view_records`, `summarizers`, `memory`, `hooks` -> `runs` (state, events, the saved view) ->
 `fitting` -> `compaction` -> `summarization` / `preview`; `tasks` are the Celery tasks, `embedded_worker` a
-worker in a thread, `recovery` what a stopped worker left, `llm/` the model callables.
+worker in a thread, `recovery` what a stopped worker left, `llm/` the model callables, `call_guard` the bound
+and offline fallback of the summarizing a gateway call does.
 """
+from flows.pipeline.call_guard import FAIL, OFFLINE, CallGuard, guarding
 from flows.pipeline.compaction import active_bytes, chain_compact, chain_request_compaction
 from flows.pipeline.embedded_worker import start_embedded_worker
 from flows.pipeline.fitting import chain_fit
@@ -20,7 +22,7 @@ from flows.pipeline.tasks import RELAYED_TASKS
 from flows.pipeline.view_records import seq_ranges
 
 __all__ = [
-    "MIN_OUTPUT_TOKENS", "Budget", "RequestNeeds", "fit_budget",
+    "MIN_OUTPUT_TOKENS", "Budget", "RequestNeeds", "fit_budget", "CallGuard", "guarding", "OFFLINE", "FAIL",
     "RELAYED_TASKS", "abandoned_after_seconds", "active_bytes", "after_compaction", "before_compaction",
     "chain_compact", "chain_fit", "chain_preview", "chain_request_compaction", "chain_summarize",
     "chains_behind_their_view", "elapsed_ms", "events_recover_interrupted", "load_state", "preview_warm",

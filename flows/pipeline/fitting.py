@@ -17,6 +17,7 @@ from flows.config import settings_values
 from flows.engine import ContextTooLarge, fit_to_window
 from flows.models import Outcome, SummarizerSettings, SummaryEvent, Trigger
 from flows.pipeline import view_records as records
+from flows.pipeline.call_guard import current_guard
 from flows.pipeline.hooks import before_compaction, send_hook
 from flows.pipeline.memory import memory_flush
 from flows.pipeline.request_budget import RequestNeeds, fit_budget
@@ -96,11 +97,8 @@ def _finish_compute(state: ChainState, step: RunStep, result: Any, before: list[
     return step
 
 
-def compute_step(state: ChainState, step: RunStep, before: list[Msg], lineage: list[list[int]],
-                 run: Callable[[SummarizeFn], Any]) -> RunStep:
-    """Run one engine compaction (`run(summarize)`) and fill `step`; a failure keeps `before` as the view."""
-    started = time.monotonic()
-    summarize = summarizer_for(flow=state.chain.agent.flow, event=step.event, purpose="compaction")
+def _engine_step(state: ChainState, step: RunStep, before: list[Msg], lineage: list[list[int]],
+                 run: Callable[[SummarizeFn], Any], summarize: SummarizeFn) -> RunStep:
     try:
         result = run(summarize)
     except ContextTooLarge as exc:
@@ -109,6 +107,24 @@ def compute_step(state: ChainState, step: RunStep, before: list[Msg], lineage: l
         step.outcome, step.reason = Outcome.FAILED, f"compaction failed: {exc}"
     else:
         step = _finish_compute(state, step, result, before, lineage)
+    return step
+
+
+def compute_step(state: ChainState, step: RunStep, before: list[Msg], lineage: list[list[int]],
+                 run: Callable[[SummarizeFn], Any]) -> RunStep:
+    """Run one engine compaction (`run(summarize)`) and fill `step`; a failure keeps `before` as the view.
+
+    On a gateway call whose fallback is offline (`call_guard`), a compaction the models' summaries failed
+    (e.g. the identifier audit, twice) runs again with the offline summarizer writing every summary."""
+    started = time.monotonic()
+    summarize = summarizer_for(flow=state.chain.agent.flow, event=step.event, purpose="compaction")
+    step = _engine_step(state, step, before, lineage, run, summarize)
+    guard, key = current_guard(), step.event.pk if step.event is not None else None
+    if guard is not None and guard.stands_in and step.reason.startswith("compaction failed"):
+        guard.failed(key, step.reason.removeprefix("compaction failed: "))
+        step.outcome, step.reason = Outcome.OK, ""
+        step = _engine_step(state, step, before, lineage, run, guard.offline_for(key))
+    step.stood_in = guard.note_for(key) if guard is not None else ""
     step.duration_ms = elapsed_ms(started)
     if step.outcome == Outcome.FAILED:
         step.after, step.lineage, step.tokens_after = before, lineage, step.tokens_before

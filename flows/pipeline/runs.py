@@ -102,6 +102,11 @@ class RunStep:
     duration_ms: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
+    stood_in: str = ""  # on a gateway call: which model failed and that the offline summarizer stood in
+
+    @property
+    def full_reason(self) -> str:
+        return "; ".join(part for part in (self.reason, self.stood_in) if part)
 
 
 def open_round_start(rows: list[Message]) -> int:
@@ -199,7 +204,7 @@ def event_finish(step: RunStep, *, chain: Chain, snapshot: dict[str, Any], raw_s
     event = step.event or SummaryEvent(chain=chain, trigger=step.trigger, settings_snapshot=snapshot,
                                        model=chain.agent.flow.model_name)
     mask = records.fresh_mask(step.after, step.before) if step.after else []
-    event.outcome, event.reason = step.outcome, step.reason[:2000]
+    event.outcome, event.reason = step.outcome, step.full_reason[:2000]
     event.bytes_before = records.view_bytes(step.before) if step.before else 0
     event.bytes_after = records.view_bytes(step.after) if step.after else event.bytes_before
     event.tokens_before, event.tokens_after = step.tokens_before, step.tokens_after or step.tokens_before

@@ -14,6 +14,7 @@ from typing import Any
 from flows.config import settings_values
 from flows.models import Outcome, SummaryEvent, Trigger
 from flows.pipeline import view_records as records
+from flows.pipeline.call_guard import current_guard
 from flows.pipeline.compaction import byte_guard_due, chain_guard
 from flows.pipeline.fitting import fit_step
 from flows.pipeline.request_budget import RequestNeeds
@@ -28,7 +29,7 @@ from flows.pipeline.runs import (
     view_save,
 )
 from flows.pipeline.strategy import skipped_reason, summarize_by_strategy
-from flows.pipeline.summarizers import summarizer_for
+from flows.pipeline.summarizers import SummarizeFn, summarizer_for
 
 __all__ = ["chain_summarize"]
 
@@ -42,14 +43,22 @@ def _ran_reason(result: Any) -> str:
     return str(result.reason)
 
 
+def _engine_summary(state: ChainState, summarize: SummarizeFn) -> Any:
+    return summarize_by_strategy(state.messages, flow=state.chain.agent.flow, row=state.row, summarize=summarize,
+                                 id_template=state.chain.tool_call_id_template or None, lineage_in=state.lineage)
+
+
 def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
     started, before = time.monotonic(), state.messages
-    flow = state.chain.agent.flow
-    result = summarize_by_strategy(before, flow=flow, row=state.row, summarize=summarizer_for(flow=flow, event=event),
-                                   id_template=state.chain.tool_call_id_template or None, lineage_in=state.lineage)
+    result = _engine_summary(state, summarizer_for(flow=state.chain.agent.flow, event=event))
+    guard = current_guard()
+    if result.error and guard is not None and guard.stands_in:  # on a gateway call: the offline summarizer
+        guard.failed(event.pk, str(result.error))
+        result = _engine_summary(state, guard.offline_for(event.pk))
     tokens_before = records.view_tokens(before, model=state.model)
     step = RunStep(trigger=event.trigger, outcome=Outcome.OK, event=event, before=before, calls=result.calls,
-                   duration_ms=elapsed_ms(started), tokens_before=tokens_before)
+                   duration_ms=elapsed_ms(started), tokens_before=tokens_before,
+                   stood_in=guard.note_for(event.pk) if guard is not None else "")
     if result.error:
         step.outcome, step.reason = Outcome.FAILED, f"summarizer error: {result.error}"
         step.after, step.lineage, step.tokens_after = before, state.lineage, tokens_before

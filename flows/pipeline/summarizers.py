@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from flows.models import Flow, SummaryEvent
+from flows.pipeline.call_guard import guarded
 from flows.pipeline.llm.callables import summarize_callable_for
 
 __all__ = ["SummarizeFn", "SummarizerFactory", "summarizer_for", "set_summarizer_factory", "use_summarizer_factory"]
@@ -23,8 +24,9 @@ _factory: SummarizerFactory = summarize_callable_for
 
 
 def summarizer_for(*, flow: Flow | None, event: SummaryEvent | None, purpose: str = "summary") -> SummarizeFn:
-    """The summarize callable for one run of `flow` (`purpose` is "summary" or "compaction")."""
-    return _factory(flow=flow, event=event, purpose=purpose)
+    """The summarize callable for one run of `flow` (`purpose` is "summary" or "compaction"), under the bound
+    and fallback of the gateway call it serves, when it serves one (`call_guard`)."""
+    return guarded(_factory(flow=flow, event=event, purpose=purpose), event.pk if event is not None else None)
 
 
 def set_summarizer_factory(factory: SummarizerFactory | None) -> SummarizerFactory:

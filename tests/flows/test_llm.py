@@ -232,7 +232,8 @@ def test_the_public_surface_is_pinned():
 
     assert set(flows.pipeline.llm.__all__) == {
         "summarize_callable_for", "chat_callable_for", "provider_from_env", "plan_for", "Plan", "Target", "PURPOSES",
-        "clear_summary_caches", "complete", "Completion", "LLMError", "ProviderError", "RetryableProviderError",
+        "clear_summary_caches", "offline_summarizer", "is_offline", "complete", "Completion", "LLMError",
+        "ProviderError", "RetryableProviderError",
         "ContextOverflowError", "SummaryFailed", "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT"}
     assert {"provider_from_env", "provider_for", "discover_window", "model_window_for"} \
         <= set(flows.config.endpoints.__all__)

@@ -181,3 +181,22 @@ def test_the_admin_export_of_several_rows_defines_each_variable_once(admin_clien
                                  {"action": "export_env", "_selected_action": [r.pk for r in rows]})
     names = _assignments(response.content.decode())
     assert len(names) == len(set(names)) and "SUMMARIZER_LAST_SEC_BYTES" in names
+
+
+def test_the_summary_fallback_and_the_call_bound_are_validated_imported_and_exported():
+    from flows.config import SettingsError, settings_validate
+
+    for bad in ({"summary_fallback": "sometimes"}, {"summary_max_calls": -1}, {"summary_deadline_seconds": 3601}):
+        with pytest.raises(SettingsError) as raised:
+            settings_validate(bad)
+        assert set(raised.value.errors) == set(bad)
+    assert settings_validate({"summary_fallback": "fail"}) == {"summary_fallback": "fail"}
+    report = settings_import_env({"GATEWAY_SUMMARY_FALLBACK": "fail", "GATEWAY_SUMMARY_MAX_CALLS": "8",
+                                  "ASSISTANT_GATEWAY_SUMMARY_DEADLINE_SECONDS": "15",
+                                  "GATEWAY_SUMMARY_DEADLINE_SECONDS": "soon"})
+    assert list(report.rejected) == ["GATEWAY_SUMMARY_DEADLINE_SECONDS"]
+    agent, assistant = settings_for(profile="agent"), settings_for(profile="assistant")
+    assert (agent.summary_fallback, agent.summary_max_calls, agent.summary_deadline_seconds) == ("fail", 8, 60)
+    assert (assistant.summary_fallback, assistant.summary_deadline_seconds) == ("fail", 15)  # GATEWAY_* shared
+    lines = settings_env_export(agent).splitlines()
+    assert "GATEWAY_SUMMARY_FALLBACK=fail" in lines and "GATEWAY_SUMMARY_MAX_CALLS=8" in lines

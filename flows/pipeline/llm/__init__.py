@@ -12,6 +12,8 @@ from flows.pipeline.llm.callables import (
     Target,
     chat_callable_for,
     clear_summary_caches,
+    is_offline,
+    offline_summarizer,
     plan_for,
     summarize_callable_for,
 )
@@ -26,6 +28,7 @@ from flows.pipeline.llm.errors import (
 
 __all__ = [
     "summarize_callable_for", "chat_callable_for", "provider_from_env", "plan_for", "Plan", "Target", "PURPOSES",
-    "clear_summary_caches", "complete", "Completion", "LLMError", "ProviderError", "RetryableProviderError",
-    "ContextOverflowError", "SummaryFailed", "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT",
+    "clear_summary_caches", "offline_summarizer", "is_offline", "complete", "Completion", "LLMError", "ProviderError",
+    "RetryableProviderError", "ContextOverflowError", "SummaryFailed", "SUMMARY_SYSTEM_PROMPT",
+    "COMPACTION_SYSTEM_PROMPT",
 ]

@@ -26,7 +26,7 @@ from flows.pipeline.llm.prompts import system_prompt_for
 from flows.pipeline.llm.recording import record_call
 
 __all__ = ["Target", "Plan", "plan_for", "summarize_callable_for", "chat_callable_for", "clear_summary_caches",
-           "PURPOSES", "SUMMARY_CACHE_ENTRIES"]
+           "PURPOSES", "SUMMARY_CACHE_ENTRIES", "offline_summarizer", "is_offline"]
 
 PURPOSES = ("summary", "compaction")
 SUMMARY_CACHE_ENTRIES = 100  # PentAGI: an LRU of 100 summaries per provider
@@ -178,6 +178,17 @@ def _failing(reason: str) -> Callable[[str], str]:
     return summarize
 
 
+def offline_summarizer() -> Callable[[str], str]:
+    """The offline extractive summarizer, marked as such: a gateway call's bound never counts or replaces it."""
+    summarize = make_extractive()
+    setattr(summarize, "offline", True)  # noqa: B010 - a marker on a function object
+    return summarize
+
+
+def is_offline(summarize: Callable[[str], str]) -> bool:
+    return bool(getattr(summarize, "offline", False))
+
+
 def summarize_callable_for(*, flow: Flow | None = None, event: SummaryEvent | None = None,
                            purpose: str = "summary") -> Callable[[str], str]:
     """summarize(prompt) -> summary text for the flow (extractive unless an endpoint is configured).
@@ -188,7 +199,7 @@ def summarize_callable_for(*, flow: Flow | None = None, event: SummaryEvent | No
     flow = _flow_of(flow, event)
     plan = plan_for(flow=flow, purpose=purpose, profile=_profile_of(event))
     if plan is None:
-        return make_extractive()
+        return offline_summarizer()
     if plan.problem:
         return _failing(plan.problem)
     return _EndpointSummarizer(plan, purpose=purpose, event=event)
