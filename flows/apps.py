@@ -12,8 +12,10 @@ class FlowsConfig(AppConfig):
         # loaded when this module is imported.
         from flows import pipeline  # noqa: F401  (its door loads the Celery tasks: registers them by name)
         from flows.config import load_compaction_providers
+        from flows.live import connect_session_signals
 
         # The pipeline queues tasks by name (flows.core.queue); registering them here means every process
         # that can append (web, worker, commands) knows those names.
         # Installed compaction providers are registered in every process that runs the app (web and workers).
         load_compaction_providers()
+        connect_session_signals()  # a logout, password change or deactivation closes the user's live sockets

@@ -15,6 +15,7 @@ from flows.core.events import (
     bind_event_loop,
     broadcast,
     group_name,
+    group_notify,
 )
 from flows.core.params import parse_id
 from flows.core.queue import (
@@ -66,7 +67,7 @@ __all__ = [
     "EVENT_TYPES", "FIELDS_BY_NAME", "FIT_CHAIN", "HeartbeatEvent", "IDENTIFIER_POLICIES", "JsonBodyError",
     "MAX_INSTRUCTIONS_CHARS", "MAX_JSON_DEPTH",
     "PROFILES", "PRUNING_MODES", "Relay", "SECRET_HEADER", "SETTINGS_FIELDS", "SUMMARIZE_CHAIN", "abroadcast",
-    "bind_event_loop", "broadcast", "enqueue", "enqueue_on_commit", "env_fallback", "group_name",
+    "bind_event_loop", "broadcast", "enqueue", "enqueue_on_commit", "env_fallback", "group_name", "group_notify",
     "instructions_problem", "json_body", "local_url", "lone_surrogate_path", "model_help", "parse_id",
     "plain_text_problem",
     "publishing_in_background", "relay_connect", "relay_current", "relay_install", "server_publish", "server_secret",

@@ -26,7 +26,7 @@ __all__ = [
     "CompactionSkippedEvent", "CompactionFailedEvent", "GatewayCallEvent", "GatewayCallDeltaEvent",
     "ChainRewrittenEvent", "AgentLoopEvent", "FlowAgentAddedEvent",
     "ChainEvent", "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES",
-    "group_name", "broadcast", "abroadcast", "bind_event_loop",
+    "group_name", "group_notify", "broadcast", "abroadcast", "bind_event_loop",
 ]
 
 log = logging.getLogger(__name__)
@@ -229,6 +229,18 @@ def _send(layer: Any, group: str, message: dict[str, Any]) -> None:
 def _log_failure(future: concurrent.futures.Future[Any]) -> None:
     if not future.cancelled() and future.exception() is not None:
         log.warning("broadcast failed", exc_info=future.exception())
+
+
+def group_notify(group: str, message: dict[str, Any]) -> None:
+    """Send a channel-layer message to `group` from sync code (signal handlers), on the server's loop when one
+    is bound; best effort like `broadcast`, never failing the caller (no layer: nothing to tell)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        _send(layer, group, message)
+    except Exception:
+        log.warning("message %s to %s failed", message.get("type"), group, exc_info=True)
 
 
 def broadcast(chain_id: int, event: ChainEvent) -> None:

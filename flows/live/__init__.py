@@ -1,11 +1,14 @@
-"""Live updates in the browser: the WebSocket consumer, its URLs, the Origin check, the per-user socket cap, and
-the endpoint through which another process on this machine hands the server events and tasks.
+"""Live updates in the browser: the WebSocket consumers, their URLs, the Origin check, the per-user socket cap,
+sessions that end their user's sockets (logout, password change, deactivation), and the endpoint through which
+another process on this machine hands the server events and tasks.
 """
 from flows.live.limits import MAX_SOCKETS_PER_USER
 from flows.live.origin import SameOriginValidator
 from flows.live.relay_server import relay_endpoint
+from flows.live.sessions import CLOSE_RECONNECT, CLOSE_SIGNED_OUT, connect_session_signals
 from flows.live.urls import websocket_urlpatterns
 
 __all__ = [
-    "MAX_SOCKETS_PER_USER", "relay_endpoint", "SameOriginValidator", "websocket_urlpatterns",
+    "CLOSE_RECONNECT", "CLOSE_SIGNED_OUT", "connect_session_signals", "MAX_SOCKETS_PER_USER", "relay_endpoint",
+    "SameOriginValidator", "websocket_urlpatterns",
 ]

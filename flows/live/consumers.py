@@ -14,11 +14,11 @@ import random
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from flows.core import AppendedUpToEvent, HeartbeatEvent, group_name
-from flows.live.limits import socket_admit, socket_release
+from flows.live.limits import socket_admit, socket_leave
+from flows.live.sessions import SessionBound
 from flows.models import Chain
 
 BURST_MAX_MESSAGES = 200
@@ -69,7 +69,7 @@ class _Burst:
 
 
 
-class ChainConsumer(AsyncJsonWebsocketConsumer):
+class ChainConsumer(SessionBound):
     chain_id: int
     group: str
     slot_user_id: int | None = None  # set while this socket holds one of its user's slots (flows.live.limits)
@@ -91,8 +91,8 @@ class ChainConsumer(AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.slot_user_id is not None:
-            socket_release(self.slot_user_id)
-            self.slot_user_id = None
+            user_id, self.slot_user_id = self.slot_user_id, None
+            await socket_leave(self, user_id)
         for task in getattr(self, "_tasks", []):
             task.cancel()
         if getattr(self, "group", None):

@@ -12,11 +12,11 @@ import asyncio
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from flows.core import group_name
-from flows.live.limits import socket_admit, socket_release
+from flows.live.limits import socket_admit, socket_leave
+from flows.live.sessions import SessionBound
 from flows.models import Chain, Flow
 
 __all__ = ["FlowConsumer"]
@@ -42,7 +42,7 @@ def flow_frame(event: dict[str, Any]) -> dict[str, Any]:
     return {"type": "message.appended", "chain_id": event.get("chain_id"), "last_seq": event.get("last_seq")}
 
 
-class FlowConsumer(AsyncJsonWebsocketConsumer):
+class FlowConsumer(SessionBound):
     flow_id: int
     slot_user_id: int | None = None
 
@@ -61,8 +61,8 @@ class FlowConsumer(AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.slot_user_id is not None:
-            socket_release(self.slot_user_id)
-            self.slot_user_id = None
+            user_id, self.slot_user_id = self.slot_user_id, None
+            await socket_leave(self, user_id)
         if self._task is not None:
             self._task.cancel()
         for chain_id in getattr(self, "_chains", set()):

@@ -15,8 +15,10 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from flows.live.sessions import user_group
+
 __all__ = ["MAX_SOCKETS_PER_USER", "CLOSE_TOO_MANY", "socket_acquire", "socket_release", "sockets_open",
-           "socket_admit"]
+           "socket_admit", "socket_leave"]
 
 MAX_SOCKETS_PER_USER = int(os.environ.get("WS_MAX_PER_USER", 20))
 CLOSE_TOO_MANY = 4429
@@ -49,9 +51,9 @@ def sockets_open(user_id: int) -> int:
 
 async def socket_admit(consumer: AsyncJsonWebsocketConsumer, user: Any, visible: Callable[[Any], bool]) -> bool:
     """Every live socket's gate: close with 4401 (no session), 4404 (`visible(user)` says no, read in a thread)
-    or 4429 (past the cap) and return False; else hold one of the user's slots and return True (the caller
-    accepts). A refused handshake reaches a browser as 1006, so the 4429 close comes after an accept: the tab
-    can say why it is not live."""
+    or 4429 (past the cap) and return False; else hold one of the user's slots, join the user's group (a
+    logout closes the socket: flows.live.sessions) and return True (the caller accepts). A refused handshake
+    reaches a browser as 1006, so the 4429 close comes after an accept: the tab can say why it is not live."""
     if user is None or not user.is_authenticated:
         await consumer.close(code=4401)
         return False
@@ -62,4 +64,11 @@ async def socket_admit(consumer: AsyncJsonWebsocketConsumer, user: Any, visible:
         await consumer.accept()
         await consumer.close(code=CLOSE_TOO_MANY)
         return False
+    await consumer.channel_layer.group_add(user_group(user.pk), consumer.channel_name)  # sessions end sockets
     return True
+
+
+async def socket_leave(consumer: AsyncJsonWebsocketConsumer, user_id: int) -> None:
+    """Undo a successful `socket_admit`: free the slot, leave the user's group."""
+    socket_release(user_id)
+    await consumer.channel_layer.group_discard(user_group(user_id), consumer.channel_name)

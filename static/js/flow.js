@@ -76,7 +76,8 @@ function listen(backoff = 500) {
     if (e.code === 4401 || e.code === 4404) { setStatus(); return; }
     state.capped = e.code === CLOSE_TOO_MANY;
     setStatus();
-    const delay = state.capped ? TOO_MANY_RETRY_MS : (opened ? 500 : backoff);
+    // jittered, so the tabs a server restart dropped do not all reconnect in the same instant
+    const delay = state.capped ? TOO_MANY_RETRY_MS : (opened ? 500 : backoff) * (0.5 + Math.random());
     setTimeout(() => listen(Math.min(backoff * 2, MAX_BACKOFF_MS)), delay);
   });
 }

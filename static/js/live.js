@@ -6,7 +6,12 @@
 // HTML that Django already escaped, parsed with DOMParser and imported node by node (no innerHTML).
 
 const PREVIEW_CHARS = 240;
-const BACKOFF_MS = [1000, 2000, 4000, 8000, 15000];
+// Reconnects back off exponentially with jitter: after a server restart every open tab reconnects, and
+// spreading them over the window keeps that from becoming a storm of simultaneous handshakes.
+const BACKOFF_BASE_MS = 1000;
+const BACKOFF_MAX_MS = 15000;
+const CLOSE_SIGNED_OUT = 4401; // the session ended (logout, deactivation) or there is none: stop
+const CLOSE_RECONNECT = 4503; // the server asks for a reconnect (password change, overload): back off, retry
 const NOTICE_LIMIT = 3;
 const CATCH_UP_MAX_ROUNDS = 50;
 
@@ -266,6 +271,12 @@ function tooManyTabs() {
   window.setTimeout(connect, TOO_MANY_RETRY_MS);
 }
 
+// Half the exponential step plus a random share of the other half: never 0, never in step with other tabs.
+function reconnectDelay(attempt) {
+  const step = Math.min(BACKOFF_BASE_MS * 2 ** attempt, BACKOFF_MAX_MS);
+  return step / 2 + Math.random() * (step / 2);
+}
+
 function connect() {
   const r = root();
   if (!r) return;
@@ -289,11 +300,13 @@ function connect() {
   ws.addEventListener("close", (e) => {
     if (state.ws !== ws) return;
     document.dispatchEvent(new CustomEvent("pentagi:live", { detail: { type: "socket.closed", code: e.code } }));
-    if (e.code === 4401 || e.code === 4404) { setStatus("off", "live updates unavailable (not allowed)"); return; }
+    if (e.code === CLOSE_SIGNED_OUT) { setStatus("off", "not live: signed out (log in again)"); return; }
+    if (e.code === 4404) { setStatus("off", "live updates unavailable (not allowed)"); return; }
     if (e.code === 4429) { tooManyTabs(); return; }
-    const delay = BACKOFF_MS[Math.min(state.attempt, BACKOFF_MS.length - 1)];
+    const delay = reconnectDelay(state.attempt);
     state.attempt += 1;
-    setStatus("reconnecting", `reconnecting in ${Math.round(delay / 1000)} s…`);
+    const why = e.code === CLOSE_RECONNECT ? "the server asked to reconnect; " : "";
+    setStatus("reconnecting", `${why}reconnecting in ${Math.max(1, Math.round(delay / 1000))} s…`);
     window.setTimeout(connect, delay);
   });
 }
