@@ -13,13 +13,14 @@ django_asgi_app = get_asgi_application()  # must run before importing anything t
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from flows.gateway import GatewayHandler, by_path  # noqa: E402
+from flows.gateway import GatewayHandler, by_path, sweeper_start  # noqa: E402
 from flows.live import SameOriginValidator, websocket_urlpatterns  # noqa: E402
 from pentagi_web import daphne_limits  # noqa: E402
 from pentagi_web.body_limits import BodyLimit  # noqa: E402
 from pentagi_web.request_ids import RequestIds  # noqa: E402
 
 daphne_limits.install()  # bodies refused before Twisted buffers them (see pentagi_web/body_limits.py)
+sweeper_start()  # in every server process (`manage.py run`, plain Daphne): nothing stays "running"
 
 application = ProtocolTypeRouter(
     {

@@ -12,6 +12,16 @@ from hypothesis import HealthCheck, settings
 # Playwright's sync API runs an event loop; Django would otherwise refuse ORM calls made from those tests.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """No sweeper thread in the test process (pentagi_web/asgi.py starts one on import): tests run the sweep
+    themselves, with an injected clock. Servers a test starts keep theirs."""
+    from django.conf import settings as django_settings
+
+    django_settings.SWEEP_INTERVAL_SECONDS = 0
+
+
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.register_profile("ci", max_examples=120, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

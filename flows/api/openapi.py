@@ -25,7 +25,8 @@ def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
 
 def _errors(*codes: int) -> dict[str, Any]:
     text = {400: "invalid input", 401: "not authenticated", 403: "forbidden", 404: "not found (or not yours)",
-            413: "payload too large", 415: "not JSON", 409: "chain segment archived"}
+            413: "payload too large", 415: "not JSON", 409: "chain segment archived",
+            503: "the task broker did not answer (nothing queued)"}
     return {str(c): _json(_ref("Error"), text[c]) for c in codes}
 
 
@@ -91,7 +92,9 @@ SCHEMAS: dict[str, Any] = {
     "AppendRequest": {"type": "object", "required": ["messages"], "properties": {
         "messages": {"type": "array", "items": _ref("Message"), "minItems": 1, "maxItems": 1000}}},
     "AppendResult": {"type": "object", "properties": {
-        "appended": {"type": "integer"}, "last_seq": {"type": "integer"}, "turn_completed": {"type": "boolean"}}},
+        "appended": {"type": "integer"}, "last_seq": {"type": "integer"}, "turn_completed": {"type": "boolean"},
+        "summarization": {"type": "string", "description": "queued | none (no turn ended) | pending (not committed "
+                          "yet) | not queued: broker unreachable (queued again by the sweep once it answers)"}}},
     "SummaryEvent": {"type": "object", "properties": {
         "id": {"type": "integer"}, "trigger": {"type": "string"}, "outcome": {"type": "string"}}},
     "Settings": {"type": "object", "properties": {
@@ -146,7 +149,7 @@ PATHS: dict[str, Any] = {
         params=CHAIN)},
     "/api/chains/{chain_id}/compact": {"post": _op(
         "Compact now (manual), with optional focus instructions", _json(_ref("SummaryEvent"), "Created"), status=201,
-        params=CHAIN, errors=(400, 401, 404, 415), body={"type": "object", "properties": {
+        params=CHAIN, errors=(400, 401, 404, 415, 503), body={"type": "object", "properties": {
             "instructions": {"type": "string", "maxLength": MAX_INSTRUCTIONS_CHARS}}})},
     "/api/chains/{chain_id}/preview": {"post": _op(
         "The view these settings would give (nothing saved)", _json(OBJ), params=CHAIN, errors=(400, 401, 404, 415),

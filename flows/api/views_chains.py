@@ -9,7 +9,7 @@ from flows.api.selectors import chain_events, chain_messages, chain_visible
 from flows.api.serializers import chain_page_json, chain_view_json, event_json, message_json
 from flows.api.views_flows import json_object
 from flows.config import settings_for, settings_validate, settings_values
-from flows.core import instructions_problem
+from flows.core import BrokerUnreachable, instructions_problem
 from flows.ingest import chain_append
 from flows.models import Chain
 from flows.pages import chain_context_json
@@ -64,7 +64,8 @@ def _append(request: HttpRequest, chain_id: str) -> JsonResponse:
         raise ApiError(400, "invalid_body", "send {\"messages\": [...]}")
     result = chain_append(chain=chain, messages=body["messages"])
     return JsonResponse({"appended": result.appended, "last_seq": result.last_seq,
-                         "turn_completed": result.turn_completed}, status=201)
+                         "turn_completed": result.turn_completed,
+                         "summarization": result.summarization}, status=201)
 
 
 def _catch_up(request: HttpRequest, chain_id: str) -> JsonResponse:
@@ -89,7 +90,11 @@ def _compact(request: HttpRequest, chain_id: str) -> JsonResponse:
     if problem is not None:
         raise ApiError(400, "invalid_field", f"'instructions' {problem}", field="instructions")
     # The request only records the RUNNING event and queues the work: summarization never runs on the request.
-    event = chain_request_compaction(chain=chain, instructions=instructions.strip(), user=request.user)
+    try:
+        event = chain_request_compaction(chain=chain, instructions=instructions.strip(), user=request.user)
+    except BrokerUnreachable:
+        raise ApiError(503, "broker_unreachable", "the task broker did not answer: the compaction was not "
+                       "queued (its event is closed as failed); try again once it is back") from None
     return JsonResponse(event_json(event), status=201)
 
 

@@ -21,7 +21,9 @@ from flows.core.params import parse_id
 from flows.core.queue import (
     COMPACT_CHAIN,
     FIT_CHAIN,
+    NOT_QUEUED_REASON,
     SUMMARIZE_CHAIN,
+    BrokerUnreachable,
     enqueue,
     enqueue_on_commit,
     publishing_in_background,
@@ -63,7 +65,7 @@ from flows.core.text_input import (
 
 __all__ = [
     "AGENT", "ASSISTANT", "ASSISTANT_FORCED", "AgentLoopEvent", "AppendedUpToEvent", "FlowAgentAddedEvent",
-    "COMPACT_CHAIN", "ChainRewrittenEvent",
+    "BrokerUnreachable", "COMPACT_CHAIN", "ChainRewrittenEvent", "NOT_QUEUED_REASON",
     "EVENT_TYPES", "FIELDS_BY_NAME", "FIT_CHAIN", "HeartbeatEvent", "IDENTIFIER_POLICIES", "JsonBodyError",
     "MAX_INSTRUCTIONS_CHARS", "MAX_JSON_DEPTH",
     "PROFILES", "PRUNING_MODES", "Relay", "SECRET_HEADER", "SETTINGS_FIELDS", "SUMMARIZE_CHAIN", "abroadcast",

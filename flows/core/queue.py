@@ -9,6 +9,10 @@ runs inside `publishing_in_background()`: there `enqueue` hands the task to one 
 (the outbox) instead of publishing it itself, which is about a millisecond of building a Celery message and
 handing it to the broker. A failed publish is logged, as it is when queued after commit; at exit the outbox is
 drained. In eager mode (CELERY_TASK_ALWAYS_EAGER) tasks always run at once, in line.
+
+A broker that does not answer (Redis down: kombu's OperationalError, within about a second of publish retries) is
+`BrokerUnreachable` from `enqueue`, so callers can say so (the append's `summarization`, compaction's 503)
+instead of the task being silently dropped.
 """
 from __future__ import annotations
 
@@ -24,9 +28,10 @@ from typing import Any
 
 from celery import current_app
 from django.db import transaction
+from kombu.exceptions import OperationalError
 
 __all__ = ["SUMMARIZE_CHAIN", "COMPACT_CHAIN", "FIT_CHAIN", "TASK_NAMES", "enqueue", "enqueue_on_commit",
-           "outbox_drain", "publishing_in_background"]
+           "outbox_drain", "publishing_in_background", "BrokerUnreachable", "NOT_QUEUED_REASON"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +39,11 @@ SUMMARIZE_CHAIN = "flows.summarize_chain"  # after an agent turn: summarize, the
 COMPACT_CHAIN = "flows.compact_chain"  # a manual "compact now" whose RUNNING event already exists
 FIT_CHAIN = "flows.fit_chain"  # fit the current view to the model's window on demand
 TASK_NAMES = (SUMMARIZE_CHAIN, COMPACT_CHAIN, FIT_CHAIN)
+NOT_QUEUED_REASON = "not queued: broker unreachable"
+
+
+class BrokerUnreachable(RuntimeError):
+    """The task could not be handed to the broker (its connection was refused or timed out)."""
 
 
 class _Outbox:
@@ -107,7 +117,10 @@ def enqueue(task_name: str, *args: Any) -> None:
     if getattr(_background, "on", False) and not current_app.conf.task_always_eager:
         _OUTBOX.put(task_name, args)
         return
-    current_app.tasks[task_name].delay(*args)
+    try:
+        current_app.tasks[task_name].delay(*args)
+    except OperationalError as exc:  # kombu's word for a broker connection that failed after its retries
+        raise BrokerUnreachable(f"{NOT_QUEUED_REASON} ({exc})") from exc
 
 
 def enqueue_on_commit(task_name: str, *args: Any) -> None:

@@ -16,7 +16,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -29,12 +29,12 @@ from flows.gateway import hops, upstream
 from flows.gateway.admission import PreparedCall
 from flows.gateway.fit import SentMessages, call_guard_for, gateway_overflow_compact
 from flows.gateway.protocols import StreamReader
-from flows.gateway.records import gateway_call_complete, gateway_call_retried
+from flows.gateway.records import gateway_call_complete, gateway_call_fail, gateway_call_retried
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.models import CallStatus, GatewayCall, GatewayMode
 
 __all__ = ["MAX_OVERFLOW_RETRIES", "DELTA_INTERVAL_SECONDS", "upstream_body", "open_upstream", "complete",
-           "stream_events", "finish", "settled"]
+           "stream_events", "finish", "settled", "record_or_fail"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ async def finish(prepared: PreparedCall, started: float, *, status: str, http_st
             prepared.protocol.recorded(prepared.wire, call, answer)
 
     if not hops.in_gateway_handler():
-        await asyncio.shield(hops.run(run))
+        await asyncio.shield(hops.run(record_or_fail, prepared.call.pk, run))
         return
     written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     _pending.setdefault(prepared.caller, set()).add(written)
@@ -87,13 +87,24 @@ async def finish(prepared: PreparedCall, started: float, *, status: str, http_st
 
     async def job() -> None:
         try:
-            await hops.run(run)
-        except Exception:
-            logger.exception("gateway call %s: its record could not be written", prepared.call.pk)
+            await hops.run(record_or_fail, prepared.call.pk, run)
         finally:
             written.set_result(None)
 
     hops.after_response(job)
+
+
+def record_or_fail(call_id: int, write: Callable[[], None]) -> None:
+    """Write a call's end; when that raises (after the upstream answered: the agent has or gets its answer),
+    the call is still closed, as failed with the exception, and the traceback logged."""
+    try:
+        write()
+    except Exception as exc:
+        logger.exception("gateway call %s: its record could not be written", call_id)
+        try:
+            gateway_call_fail(call_id, f"record not written: {type(exc).__name__}: {exc}")
+        except Exception:  # the database itself is gone: the periodic sweep closes the call later
+            logger.exception("gateway call %s: could not be closed as failed either", call_id)
 
 
 def _forget(caller: str, written: asyncio.Future[None]) -> None:

@@ -16,9 +16,13 @@ from flows.engine import count_tokens
 from flows.gateway.fit import Msg, SentMessages
 from flows.gateway.loops import agent_loop_check
 from flows.gateway.threads import gateway_answer_append
+from flows.ingest import AppendError, batch_validate
 from flows.models import CallStatus, Chain, ChainView, GatewayCall, GatewayMode, Message, ProviderConfig
 
-__all__ = ["gateway_call_start", "gateway_call_retried", "gateway_call_finish", "gateway_call_complete", "call_cost"]
+__all__ = ["gateway_call_start", "gateway_call_retried", "gateway_call_finish", "gateway_call_complete", "call_cost",
+           "gateway_call_fail", "answer_unstorable"]
+
+UNSTORABLE_PREFIX = "answer not storable: "
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +146,9 @@ def gateway_call_complete(*, call: GatewayCall, expected_head: str, history: lis
     fields, `then` what the call's wire keeps beside the record (in the same transaction). A `replay`'s answer
     is kept on the record only: the chain already holds what came after its messages."""
     started = time.monotonic()
+    problem = answer_unstorable(answer) if answer is not None else None
+    if problem is not None:  # the agent has it; the chain cannot hold it (the call still ends, and says why)
+        answer, finish["status"], finish["error"] = None, CallStatus.FAILED, UNSTORABLE_PREFIX + problem
     with transaction.atomic():
         seq = None
         if answer is not None and not replay:
@@ -167,3 +174,21 @@ def _loop_check(call: GatewayCall, seq: int) -> None:
             agent_loop_check(chain=chain, seq=seq, call_id=call.pk)
     except DatabaseError:
         log.exception("agent loop check failed for gateway call %s", call.pk)
+
+
+def answer_unstorable(answer: Msg) -> str | None:
+    """Why the chain cannot hold the upstream's answer (a lone surrogate, a NUL or over-long name or id, over
+    MAX_MESSAGE_BYTES), or None. Checked before the record's transaction: the append's own check raising inside
+    it would roll the call's record back with it, leaving the call "running"."""
+    try:
+        batch_validate([answer])
+    except AppendError as exc:
+        return (f"{exc.field}: " if exc.field else "") + exc.reason
+    return None
+
+
+def gateway_call_fail(call_id: int, reason: str) -> int:
+    """Close a call whose record could not be written (an exception after the upstream answered) as failed,
+    with the reason; only while it is still running. Returns how many rows it closed (0 or 1)."""
+    return GatewayCall.objects.filter(pk=call_id, status=CallStatus.RUNNING).update(
+        status=CallStatus.FAILED, error=reason[:4000], finished_at=timezone.now())

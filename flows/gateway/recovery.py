@@ -1,4 +1,5 @@
-"""Gateway calls a stopped server left "running": closed as failed, with the reason, when a server starts.
+"""Gateway calls a stopped server left "running": closed as failed, with the reason, when a server starts, and
+by the periodic sweep (flows/gateway/sweep.py) once older than any call can run.
 
 A server dies while waiting for the upstream, or between sending the answer and writing its record. With the
 memory broker (one server process) every running call is closed; else those older than the longest provider
@@ -7,7 +8,7 @@ answer it received.
 """
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Max
@@ -15,10 +16,13 @@ from django.utils import timezone
 
 from flows.models import CallStatus, GatewayCall, ProviderConfig
 
-__all__ = ["CALL_INTERRUPTED_REASON", "gateway_calls_close_interrupted", "calls_abandoned_after_seconds"]
+__all__ = ["CALL_INTERRUPTED_REASON", "CALL_ABANDONED_REASON", "gateway_calls_close_interrupted",
+           "calls_abandoned_after_seconds", "longest_call_seconds"]
 
 CALL_INTERRUPTED_REASON = ("interrupted: the server stopped before this call was recorded (closed when a server "
                            "started again); an answer the agent received arrives with its next request")
+CALL_ABANDONED_REASON = ("abandoned: still running longer than the longest provider timeout plus a minute "
+                         "(closed by the periodic sweep); an answer the agent received arrives with its next request")
 # Beyond its provider's timeout no call is still running anywhere (the timeout is the call's whole deadline).
 CALL_DEADLINE_MARGIN_SECONDS = 60.0
 
@@ -28,14 +32,20 @@ def calls_abandoned_after_seconds() -> float:
     provider timeout plus a margin (another server may still be waiting for an upstream)."""
     if str(settings.CELERY_BROKER_URL).startswith("memory://"):
         return 0.0
+    return longest_call_seconds()
+
+
+def longest_call_seconds() -> float:
+    """The longest provider timeout plus a margin: no call anywhere is still running after that long."""
     longest = ProviderConfig.objects.aggregate(longest=Max("timeout_seconds"))["longest"]
     return float(longest or ProviderConfig._meta.get_field("timeout_seconds").default) + CALL_DEADLINE_MARGIN_SECONDS
 
 
-def gateway_calls_close_interrupted(*, older_than_seconds: float = 0.0) -> int:
-    """Close gateway calls a stopped server left "running" (started more than `older_than_seconds` ago) as
-    failed, with the reason; returns how many."""
-    now = timezone.now()
+def gateway_calls_close_interrupted(*, older_than_seconds: float = 0.0, now: datetime | None = None,
+                                    reason: str = CALL_INTERRUPTED_REASON) -> int:
+    """Close gateway calls left "running" (started more than `older_than_seconds` before `now`) as failed, with
+    the reason; returns how many."""
+    now = now or timezone.now()
     stale = GatewayCall.objects.filter(status=CallStatus.RUNNING,
                                        created_at__lte=now - timedelta(seconds=older_than_seconds))
-    return stale.update(status=CallStatus.FAILED, error=CALL_INTERRUPTED_REASON, finished_at=now)
+    return stale.update(status=CallStatus.FAILED, error=reason, finished_at=now)

@@ -17,7 +17,7 @@ from flows.ingest.append import (
 from flows.ingest.auth import InvalidToken, bearer_user, bearer_value, tokens_changed
 from flows.ingest.create import agent_create, flow_create, flow_set_status
 from flows.ingest.errors import AppendError, AppendResult
-from flows.ingest.importing import chain_import, transcript_validate
+from flows.ingest.importing import chain_import, imports_remove_interrupted, transcript_validate
 from flows.ingest.pairing import turn_completed
 from flows.ingest.replay import chain_replay, chain_replay_create, chain_replay_start, turn_batches
 
@@ -25,6 +25,7 @@ __all__ = [
     "AppendError", "AppendResult", "InvalidToken", "MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES",
     "agent_create", "api_token_create", "api_token_rotate", "batch_validate", "bearer_user", "bearer_value",
     "chain_append", "chain_append_locked", "chain_import", "chain_replay", "chain_replay_create",
-    "chain_replay_start", "flow_create", "flow_set_status", "tokens_changed", "transcript_validate", "turn_batches",
+    "chain_replay_start", "flow_create", "flow_set_status", "imports_remove_interrupted",
+    "tokens_changed", "transcript_validate", "turn_batches",
     "turn_completed", "user_ensure",
 ]

@@ -15,11 +15,19 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from flows.core import SUMMARIZE_CHAIN, broadcast, enqueue, lone_surrogate_path, plain_text_problem
+from flows.core import (
+    NOT_QUEUED_REASON,
+    SUMMARIZE_CHAIN,
+    BrokerUnreachable,
+    broadcast,
+    enqueue,
+    lone_surrogate_path,
+    plain_text_problem,
+)
 from flows.engine import MessageError, detect_id_template, message_size, message_tokens, validate_messages
 from flows.ingest.errors import AppendError, AppendResult
 from flows.ingest.pairing import check_pairing, tail_in, tail_of
-from flows.models import MESSAGE_COLUMNS, Chain, Flow, Message
+from flows.models import MESSAGE_COLUMNS, Chain, Flow, Message, Outcome, SummaryEvent, Trigger
 
 __all__ = ["MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "chain_append", "chain_append_locked",
            "batch_validate"]
@@ -185,8 +193,10 @@ def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: lis
                                              raw_tokens=chain.raw_tokens, updated_at=timezone.now(), **chain_fields)
     _touch(chain.agent.flow)
     chain_id = chain.pk
-    transaction.on_commit(lambda: after_append(chain_id, rows, done and queue_summary), robust=True)
-    return AppendResult(appended=len(rows), last_seq=chain.last_seq, rows=rows, turn_completed=done)
+    result = AppendResult(appended=len(rows), last_seq=chain.last_seq, rows=rows, turn_completed=done,
+                          summarization="pending" if done and queue_summary else "none")
+    transaction.on_commit(lambda: after_append(chain_id, rows, done and queue_summary, result), robust=True)
+    return result
 
 
 def tokens_after(total: int | None, rows: list[Message]) -> int | None:
@@ -222,8 +232,28 @@ def _event_messages(rows: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def after_append(chain_id: int, rows: list[Message], turn_done: bool) -> None:
+def after_append(chain_id: int, rows: list[Message], turn_done: bool, result: AppendResult | None = None) -> None:
+    """After commit: announce the rows and, when they end a turn, queue the chain's summarization; a broker that
+    does not answer is said (`result.summarization`) and recorded as a failed event the sweep queues again."""
     broadcast(chain_id, {"type": "message.appended", "chain_id": chain_id, "messages": _event_messages(rows),
                          "last_seq": rows[-1].seq})
-    if turn_done:
+    if not turn_done:
+        return
+    try:
         enqueue(SUMMARIZE_CHAIN, chain_id)
+        said = "queued"
+    except BrokerUnreachable:
+        log.warning("chain %s: its summarization was not queued (broker unreachable)", chain_id, exc_info=True)
+        not_queued_record(chain_id)
+        said = NOT_QUEUED_REASON
+    if result is not None:
+        result.summarization = said
+
+
+def not_queued_record(chain_id: int) -> None:
+    """One failed turn event per chain saying the summarization was not queued (the sweep's outbox: it queues the
+    chain once the broker answers again and marks the event so); a second miss before then adds nothing."""
+    waiting = SummaryEvent.objects.filter(chain_id=chain_id, outcome=Outcome.FAILED, reason=NOT_QUEUED_REASON)
+    if not waiting.exists():
+        SummaryEvent.objects.create(chain_id=chain_id, trigger=Trigger.TURN, outcome=Outcome.FAILED,
+                                    reason=NOT_QUEUED_REASON, finished_at=timezone.now())

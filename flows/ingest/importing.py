@@ -1,20 +1,25 @@
 """Import a transcript (OpenAI JSON, PentAGI msgchain JSON, OpenClaw JSONL) as a new flow, all or nothing."""
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from flows.engine import FormatError, import_chain
 from flows.ingest.append import MAX_IMPORT_MESSAGES, after_append, build_rows, id_template, tokens_after, validate_batch
 from flows.ingest.create import agent_create, flow_create
 from flows.ingest.pairing import Tail, check_pairing
-from flows.models import Chain, Message, Profile
+from flows.models import Chain, Flow, Message, Profile
 
-__all__ = ["IMPORT_CHUNK_ROWS", "transcript_validate", "chain_import"]
+__all__ = ["IMPORT_CHUNK_ROWS", "IMPORT_STALLED_SECONDS", "transcript_validate", "chain_import",
+           "imports_remove_interrupted"]
 
 IMPORT_CHUNK_ROWS = 1000  # rows per import transaction: SQLite's write lock is released between chunks
+# A running import commits a chunk every second or so; one whose newest row is this old died (a killed server).
+IMPORT_STALLED_SECONDS = 300.0
 
 
 def transcript_validate(messages: Any) -> list[dict[str, Any]]:
@@ -71,3 +76,23 @@ def _import_rows(chain: Chain, batch: list[dict[str, Any]], model: str) -> None:
                                                  raw_tokens=tokens, updated_at=timezone.now())
         transaction.on_commit(lambda: after_append(chain.pk, rows, True), robust=True)
     chain.last_seq, chain.tool_call_id_template, chain.raw_tokens = len(rows), template, tokens
+
+
+def imports_remove_interrupted(*, now: datetime | None = None,
+                               stalled_after_seconds: float = IMPORT_STALLED_SECONDS) -> int:
+    """Delete the flows of imports a killed process left half-written; returns how many.
+
+    Only an import writes rows past its chain's `last_seq` (every append moves both in one transaction), and it
+    moves `last_seq` once, after its last chunk. A chain still at `last_seq=0` holding rows whose newest is
+    older than `stalled_after_seconds` is such a remnant: its flow (made for the import, nothing else in it)
+    goes, all or nothing, as if the import had failed in the process (`chain_import` deletes it then).
+    """
+    cutoff = (now or timezone.now()) - timedelta(seconds=stalled_after_seconds)
+    stalled = (Chain.objects.filter(last_seq=0).annotate(rows=Count("messages"), newest=Max("messages__created_at"))
+               .filter(rows__gt=0, newest__lte=cutoff).values_list("agent__flow_id", flat=True))
+    flows = Flow.objects.filter(pk__in=list(stalled)).annotate(
+        written=Count("agents__chains", filter=Q(agents__chains__last_seq__gt=0)))
+    doomed = list(flows.filter(written=0).values_list("pk", flat=True))
+    if doomed:
+        Flow.objects.filter(pk__in=doomed).delete()
+    return len(doomed)

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from flows.core import MAX_INSTRUCTIONS_CHARS, plain_text_problem
+from flows.core import MAX_INSTRUCTIONS_CHARS, BrokerUnreachable, plain_text_problem
 from flows.pages.lookup import chain_or_404
 from flows.pipeline import chain_request_compaction
 
@@ -35,7 +35,14 @@ def chain_compact_page(request: HttpRequest, chain_id: int) -> HttpResponse:
             return JsonResponse({"error": error}, status=400)
         messages.error(request, error)
         return redirect("chain-detail", chain_id=chain.pk)
-    event = chain_request_compaction(chain=chain, instructions=instructions, user=request.user)
+    try:
+        event = chain_request_compaction(chain=chain, instructions=instructions, user=request.user)
+    except BrokerUnreachable:
+        error = "The task broker did not answer: the compaction was not queued. Try again once it is back."
+        if wants_json:
+            return JsonResponse({"error": error}, status=503)
+        messages.error(request, error)
+        return redirect("chain-detail", chain_id=chain.pk)
     focus = " with your focus instructions" if instructions else ""
     text = f"Compaction #{event.pk} queued{focus}; a notice appears when it starts and completes."
     if wants_json:

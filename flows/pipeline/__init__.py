@@ -13,7 +13,13 @@ from flows.pipeline.fitting import chain_fit
 from flows.pipeline.hooks import after_compaction, before_compaction
 from flows.pipeline.preview import chain_preview
 from flows.pipeline.preview_warm import preview_warm, preview_warm_later, preview_warm_wait
-from flows.pipeline.recovery import abandoned_after_seconds, chains_behind_their_view, events_recover_interrupted
+from flows.pipeline.recovery import (
+    abandoned_after_seconds,
+    chains_behind_their_view,
+    events_close_abandoned,
+    events_recover_interrupted,
+    not_queued_requeue,
+)
 from flows.pipeline.request_budget import MIN_OUTPUT_TOKENS, Budget, RequestNeeds, fit_budget
 from flows.pipeline.runs import elapsed_ms, load_state, view_current, window_for, window_info
 from flows.pipeline.summarization import chain_summarize
@@ -25,7 +31,8 @@ __all__ = [
     "MIN_OUTPUT_TOKENS", "Budget", "RequestNeeds", "fit_budget", "CallGuard", "guarding", "OFFLINE", "FAIL",
     "RELAYED_TASKS", "abandoned_after_seconds", "active_bytes", "after_compaction", "before_compaction",
     "chain_compact", "chain_fit", "chain_preview", "chain_request_compaction", "chain_summarize",
-    "chains_behind_their_view", "elapsed_ms", "events_recover_interrupted", "load_state", "preview_warm",
+    "chains_behind_their_view", "elapsed_ms", "events_close_abandoned", "events_recover_interrupted", "load_state",
+    "not_queued_requeue", "preview_warm",
     "preview_warm_later", "preview_warm_wait", "seq_ranges", "set_summarizer_factory", "start_embedded_worker",
     "use_summarizer_factory", "view_current", "window_for", "window_info",
 ]

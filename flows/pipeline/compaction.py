@@ -18,7 +18,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from flows.config import settings_for, settings_values
-from flows.core import COMPACT_CHAIN, MAX_INSTRUCTIONS_CHARS, enqueue_on_commit
+from flows.core import COMPACT_CHAIN, MAX_INSTRUCTIONS_CHARS, NOT_QUEUED_REASON, BrokerUnreachable, enqueue
 from flows.engine import compact_now, content_text
 from flows.ingest import chain_append
 from flows.models import Chain, Message, Outcome, SummaryEvent, Trigger
@@ -97,8 +97,19 @@ def chain_request_compaction(*, chain: Chain, instructions: str = "", user: Any 
     with transaction.atomic():
         event = event_start(chain=chain, trigger=Trigger.MANUAL, snapshot=settings_values(row),
                             notify=row.notify_user, instructions=(instructions or "")[:MAX_INSTRUCTIONS_CHARS])
-        enqueue_on_commit(COMPACT_CHAIN, chain.pk, event.pk)
+        chain_id = chain.pk
+        transaction.on_commit(lambda: _compaction_queue(chain_id, event))
     return event
+
+
+def _compaction_queue(chain_id: int, event: SummaryEvent) -> None:
+    """Queue the recorded compaction; when the broker does not answer, its event is closed as failed (nothing
+    would ever run it) and BrokerUnreachable goes on to the caller, who answers 503."""
+    try:
+        enqueue(COMPACT_CHAIN, chain_id, event.pk)
+    except BrokerUnreachable:
+        event_fail(event, NOT_QUEUED_REASON)
+        raise
 
 
 def chain_compact(*, chain_id: int, instructions: str = "", event_id: int | None = None) -> SummaryEvent:

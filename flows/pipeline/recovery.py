@@ -9,6 +9,9 @@ covers whatever that run would have done.
 Separate workers on Redis get killed tasks re-delivered (acks_late), so there only events older than twice
 the broker's visibility timeout count as abandoned.
 
+The periodic sweep (`events_close_abandoned`, run by flows/gateway/sweep.py in every server process) closes, in
+any deployment, events still RUNNING longer than any run can take, whether or not a worker ever starts again.
+
 `chains_behind_their_view` names the chains holding raw messages their newest view does not cover (written
 while no worker ran), which a starting server queues for summarization.
 """
@@ -16,21 +19,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from flows.core import COMPACT_CHAIN, SUMMARIZE_CHAIN, enqueue
+from flows.core import COMPACT_CHAIN, NOT_QUEUED_REASON, SUMMARIZE_CHAIN, BrokerUnreachable, enqueue
 from flows.models import Chain, ChainView, Outcome, SummaryEvent, Trigger
 
 __all__ = ["Recovered", "events_recover_interrupted", "abandoned_after_seconds", "INTERRUPTED_REASON",
-           "chains_behind_their_view"]
+           "chains_behind_their_view", "events_close_abandoned", "ABANDONED_REASON", "not_queued_requeue",
+           "REQUEUED_REASON"]
 
 INTERRUPTED_REASON = ("interrupted: the worker stopped before this run finished (closed when a worker started "
                       "again); the chain was queued for a new summarization")
+
+ABANDONED_REASON = ("abandoned: still running longer than any run can take (closed by the periodic sweep); "
+                    "the previous view stays, the next turn or compaction starts afresh")
+
+REQUEUED_REASON = NOT_QUEUED_REASON + "; queued again once the broker answered"
 
 Send = Callable[[str, list[int]], object]
 
@@ -72,6 +81,31 @@ def events_recover_interrupted(*, older_than_seconds: float = 0.0, send: Send = 
     for chain_id in chains:
         send(SUMMARIZE_CHAIN, [chain_id])
     return Recovered(requeued_compactions=len(manual), closed_as_failed=closed)
+
+
+def events_close_abandoned(*, older_than_seconds: float, now: datetime | None = None) -> int:
+    """Close every RUNNING event (manual compactions too) created more than `older_than_seconds` before `now` as
+    failed "abandoned"; returns how many. A run that was only slow and still saves overwrites this end state
+    with its own (event_finish), so the sweep never loses a result."""
+    now = now or timezone.now()
+    stale = SummaryEvent.objects.filter(outcome=Outcome.RUNNING,
+                                        created_at__lte=now - timedelta(seconds=older_than_seconds))
+    return stale.update(outcome=Outcome.FAILED, reason=ABANDONED_REASON, finished_at=now)
+
+
+def not_queued_requeue() -> int:
+    """The outbox of summarizations the broker refused (`ingest.append.not_queued_record`): each waiting chain is
+    queued again and its event says so; stops at the first refusal (the next pass tries again). Returns how many."""
+    waiting = SummaryEvent.objects.filter(outcome=Outcome.FAILED, reason=NOT_QUEUED_REASON)
+    done = 0
+    for chain_id in sorted(set(waiting.values_list("chain_id", flat=True))):
+        try:
+            enqueue(SUMMARIZE_CHAIN, chain_id)
+        except BrokerUnreachable:
+            break
+        waiting.filter(chain_id=chain_id).update(reason=REQUEUED_REASON)
+        done += 1
+    return done
 
 
 def chains_behind_their_view() -> list[int]:

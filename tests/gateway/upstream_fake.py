@@ -42,6 +42,7 @@ class FakeUpstream:
         self.window_tokens = window_tokens
         self.requests: list[dict[str, Any]] = []
         self.faults: list[str] = []
+        self.answers: list[dict[str, Any]] = []  # scripted assistant messages, used before the tool-using script
         self.summary_requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.gave_up = threading.Event()  # a "hang_until_closed" request's connection was closed by the gateway
@@ -106,6 +107,7 @@ class FakeUpstream:
             self.requests.append({"raw": raw, "body": body, "auth": handler.headers.get("Authorization")})
             turn = len(self.requests)
             fault = self.faults.pop(0) if self.faults else ""
+            scripted = self.answers.pop(0) if self.answers else None
         if fault == "hang":
             time.sleep(30)
             return
@@ -129,7 +131,7 @@ class FakeUpstream:
             return self._send(handler, 400, {"error": {"message": self.overflow_message(body, tokens),
                                                        "type": "invalid_request_error",
                                                        "code": "context_length_exceeded"}})
-        message = answer_for(body["messages"], turn)
+        message = scripted or answer_for(body["messages"], turn)
         if fault == "same_call":  # an agent stuck in a loop: the one call it already made, asked for again
             message = {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{turn}", "type": "function",
                        "function": {"name": "run_command", "arguments": '{"cmd": "cat /etc/passwd"}'}}]}
