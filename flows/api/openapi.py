@@ -86,8 +86,13 @@ SCHEMAS: dict[str, Any] = {
                                            "description": "one page of raw messages, in seq order"},
         "has_more": {"type": "boolean"},
         "next_after_seq": {"type": ["integer", "null"], "description": "pass as after_seq for the next page"},
-        "view": {"type": "array", "items": _ref("Message"), "description": "first page only (no after_seq)"},
-        "sections": {"type": "array", "items": _ref("Section"), "description": "first page only"},
+        "view": {"type": "array", "items": _ref("Message"),
+                 "description": "a page of the view (limit messages from view_offset): on the first page (no "
+                                "after_seq) and whenever view_offset is given"},
+        "view_offset": {"type": "integer"}, "view_has_more": {"type": "boolean"},
+        "next_view_offset": {"type": ["integer", "null"], "description": "pass as view_offset for the next page"},
+        "sections": {"type": "array", "items": _ref("Section"),
+                     "description": "the whole view's structure, with the view page at offset 0"},
         "stats": OBJ}},
     "AppendRequest": {"type": "object", "required": ["messages"], "properties": {
         "messages": {"type": "array", "items": _ref("Message"), "minItems": 1, "maxItems": 1000}}},
@@ -136,7 +141,9 @@ PATHS: dict[str, Any] = {
                                                _query("chain", {"type": "integer"})])},
     "/api/chains/{chain_id}": {"get": _op(
         "A page of the raw chain; the first page (no after_seq) also has the current view and its sections",
-        _json(_ref("Chain")), errors=(400, 401, 404), params=CHAIN + PAGE)},
+        _json(_ref("Chain")), errors=(400, 401, 404), params=CHAIN + PAGE + [_query(
+            "view_offset", {"type": "integer", "minimum": 0, "maximum": MAX_SEQ},
+            "the view's page from this message index (limit messages)")])},
     "/api/chains/{chain_id}/messages": {
         "post": _op("Append a batch of messages atomically", _json(_ref("AppendResult"), "Created"), status=201,
                     body=_ref("AppendRequest"), params=CHAIN, errors=(400, 401, 404, 409, 413, 415)),

@@ -60,16 +60,24 @@ def sections_json(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     return out, None
 
 
-def chain_view_json(chain: Chain, stats: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """({view, sections}, the view's stats): the newest view, else the raw chain itself (`stats` of the page)."""
+def chain_view_json(chain: Chain, stats: dict[str, Any], *, offset: int = 0,
+                    limit: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """({view, sections, view paging}, the view's stats): one page of the newest view (else of the raw chain
+    itself), `limit` messages from `offset`; `sections` (the whole view's structure) only with the page at 0.
+    A never-summarized import is its own view: whole, its first page was megabytes."""
     view_row = chain.latest_view()
     view = view_row.messages if view_row else chain.raw_messages()
-    sections, parse_error = sections_json(view)
+    end = len(view) if limit is None else offset + limit
+    part: dict[str, Any] = {"view": view[offset:end], "view_offset": offset, "view_has_more": end < len(view),
+                            "next_view_offset": end if end < len(view) else None}
+    parse_error = None
+    if offset == 0:
+        part["sections"], parse_error = sections_json(view)
     view_stats = {"view_messages": len(view), "view_bytes": view_row.byte_size if view_row else stats["raw_bytes"],
                   "view_tokens": view_row.token_count if view_row else stats["raw_tokens"],
                   "view_raw_seq_to": view_row.raw_seq_to if view_row else chain.last_seq,
                   "parse_error": parse_error}
-    return {"view": view, "sections": sections}, view_stats
+    return part, view_stats
 
 
 def chain_page_json(chain: Chain, *, after_seq: int = 0, limit: int) -> dict[str, Any]:

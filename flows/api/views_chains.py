@@ -47,12 +47,16 @@ async def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
     """Bounded steps, each awaited: when the client goes away Django cancels this view between them."""
     after = _int_param(request, "after_seq", 0, lo=0, hi=MAX_SEQ)
     limit = _int_param(request, "limit", DEFAULT_PAGE_MESSAGES, lo=1, hi=MAX_PAGE_MESSAGES)
+    view_offset = _int_param(request, "view_offset", 0, lo=0, hi=MAX_SEQ)
     chain = await sync_to_async(get_chain)(request, chain_id)
     out = await sync_to_async(chain_page_json)(chain, after_seq=after, limit=limit)
-    if "after_seq" not in request.GET:  # later pages carry raw messages and stats only: the view comes once
-        view_part, view_stats = await sync_to_async(chain_view_json)(chain, out["stats"])
+    first = "after_seq" not in request.GET
+    if first or "view_offset" in request.GET:  # later raw pages carry raw messages and stats only
+        view_part, view_stats = await sync_to_async(chain_view_json)(chain, out["stats"], offset=view_offset,
+                                                                     limit=limit)
         out.update(view_part)
         out["stats"].update(view_stats)
+    if first:
         out["context"] = await sync_to_async(chain_context_json)(chain)
     return JsonResponse(out)
 

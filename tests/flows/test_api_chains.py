@@ -210,13 +210,41 @@ def test_the_chain_read_pages_raw_messages_with_a_cursor(api_client, make_chain,
     first = api_client.get(f"/api/chains/{chain.pk}?limit=2").json()
     assert [m["seq"] for m in first["raw"]] == [1, 2]
     assert (first["has_more"], first["next_after_seq"]) == (True, 2)
-    assert first["view"] == tool_round and first["stats"]["raw_messages"] == 5
+    assert first["view"] == tool_round[:2] and first["stats"]["raw_messages"] == 5
+    assert (first["view_has_more"], first["next_view_offset"]) == (True, 2)
     second = api_client.get(f"/api/chains/{chain.pk}?after_seq={first['next_after_seq']}&limit=2").json()
     assert [m["seq"] for m in second["raw"]] == [3, 4] and "view" not in second
     last = api_client.get(f"/api/chains/{chain.pk}?after_seq=4&limit=2").json()
     assert [m["seq"] for m in last["raw"]] == [5] and (last["has_more"], last["next_after_seq"]) == (False, None)
     for bad in ("limit=0", "limit=1001", "after_seq=-1", "after_seq=x", "limit=2.5"):
         assert api_client.get(f"/api/chains/{chain.pk}?{bad}").status_code == 400, bad
+
+
+def test_the_view_is_read_in_pages_of_limit_messages_and_sections_come_with_the_first(api_client, make_chain,
+                                                                                      tool_round):
+    chain = make_chain(messages=tool_round)
+    pages, offset = [], 0
+    while offset is not None:
+        body = api_client.get(f"/api/chains/{chain.pk}?after_seq=5&view_offset={offset}&limit=2").json()
+        assert body["raw"] == [] and body["view_offset"] == offset and body["stats"]["view_messages"] == 5
+        assert ("sections" in body) is (offset == 0)
+        pages.append(body["view"])
+        offset = body["next_view_offset"]
+    assert pages == [tool_round[:2], tool_round[2:4], tool_round[4:]]
+    assert api_client.get(f"/api/chains/{chain.pk}?view_offset=-1").status_code == 400
+
+
+def test_the_first_page_of_a_20000_message_import_never_summarized_stays_small(api_client, make_chain):
+    """Found: 3.7 MB, the whole raw chain as its own view; now `limit` view messages like the raw page."""
+    chain = make_chain()
+    Message.objects.bulk_create([Message(chain=chain, seq=seq, role="user", content=f"note {seq} " + "x" * 170,
+                                         byte_size=180, token_count=40) for seq in range(1, 20_001)], batch_size=5000)
+    type(chain).objects.filter(pk=chain.pk).update(last_seq=20_000)
+    response = api_client.get(f"/api/chains/{chain.pk}")
+    body = response.json()
+    assert len(body["raw"]) == len(body["view"]) == 500 and body["stats"]["view_messages"] == 20_000
+    assert body["next_view_offset"] == 500
+    assert len(response.content) < 400_000, len(response.content)
 
 
 def _bulk_user_messages(chain, count: int) -> None:
