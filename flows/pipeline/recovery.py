@@ -13,7 +13,9 @@ The periodic sweep (`events_close_abandoned`, run by flows/gateway/sweep.py in e
 any deployment, events still RUNNING longer than any run can take, whether or not a worker ever starts again.
 
 `chains_behind_their_view` names the chains holding raw messages their newest view does not cover (written
-while no worker ran), which a starting server queues for summarization.
+while no worker ran), which a starting server queues for summarization, except those the recovery queued
+already. A queued summarization claims its chain's state (`runs.event_claim`, for `claim_lease_seconds`), so a
+second run of the same state (a duplicate in the queue, a re-delivery) calls no model.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from flows.models import Chain, ChainView, Outcome, SummaryEvent, Trigger
 
 __all__ = ["Recovered", "events_recover_interrupted", "abandoned_after_seconds", "INTERRUPTED_REASON",
            "chains_behind_their_view", "events_close_abandoned", "ABANDONED_REASON", "not_queued_requeue",
-           "REQUEUED_REASON"]
+           "REQUEUED_REASON", "claim_lease_seconds"]
 
 INTERRUPTED_REASON = ("interrupted: the worker stopped before this run finished (closed when a worker started "
                       "again); the chain was queued for a new summarization")
@@ -48,6 +50,7 @@ Send = Callable[[str, list[int]], object]
 class Recovered:
     requeued_compactions: int
     closed_as_failed: int
+    summarized: tuple[int, ...] = ()  # chains queued for a fresh summarization (not to be queued again)
 
     def __str__(self) -> str:
         return (f"{self.requeued_compactions} manual compaction(s) queued again, "
@@ -80,7 +83,7 @@ def events_recover_interrupted(*, older_than_seconds: float = 0.0, send: Send = 
         send(COMPACT_CHAIN, [chain_id, event_id])
     for chain_id in chains:
         send(SUMMARIZE_CHAIN, [chain_id])
-    return Recovered(requeued_compactions=len(manual), closed_as_failed=closed)
+    return Recovered(requeued_compactions=len(manual), closed_as_failed=closed, summarized=tuple(chains))
 
 
 def events_close_abandoned(*, older_than_seconds: float, now: datetime | None = None) -> int:
@@ -108,8 +111,19 @@ def not_queued_requeue() -> int:
     return done
 
 
-def chains_behind_their_view() -> list[int]:
-    """Active chains holding raw messages their newest view does not cover (written while no worker ran)."""
+def chains_behind_their_view(*, queued: tuple[int, ...] = ()) -> list[int]:
+    """Active chains holding raw messages their newest view does not cover (written while no worker ran),
+    except those `queued` already (`Recovered.summarized`: a chain is never queued twice for one state)."""
     seen = ChainView.objects.filter(chain=OuterRef("pk"), version=OuterRef("view_version")).values("raw_seq_to")
-    return list(Chain.objects.filter(is_active=True, last_seq__gt=0).annotate(seen=Subquery(seen[:1]))
-                .filter(Q(seen__isnull=True) | Q(seen__lt=F("last_seq"))).order_by("pk").values_list("pk", flat=True))
+    return list(Chain.objects.filter(is_active=True, last_seq__gt=0).exclude(pk__in=queued)
+                .annotate(seen=Subquery(seen[:1])).filter(Q(seen__isnull=True) | Q(seen__lt=F("last_seq")))
+                .order_by("pk").values_list("pk", flat=True))
+
+
+def claim_lease_seconds() -> float | None:
+    """How long a running summarization holds its chain's state against a second run of the same state: for
+    ever on the memory broker (a run left by a dead process is closed when a worker starts), else the broker's
+    visibility timeout (after it the task is re-delivered: the run is taken for dead)."""
+    if str(settings.CELERY_BROKER_URL).startswith("memory://"):
+        return None
+    return float(settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 300))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -42,8 +43,8 @@ from flows.pipeline.hooks import after_compaction, send_hook
 
 __all__ = [
     "MAX_SAVE_ATTEMPTS", "COMPACTION_TRIGGERS", "ChainState", "RunStep", "open_round_start", "load_state",
-    "view_current", "window_for", "window_info", "elapsed_ms", "event_start", "event_finish", "event_fail",
-    "view_save", "view_create", "hook_after_payload", "on_view_saved",
+    "view_current", "window_for", "window_info", "elapsed_ms", "event_start", "event_claim", "event_finish",
+    "event_fail", "view_save", "view_create", "hook_after_payload", "on_view_saved",
 ]
 
 MAX_SAVE_ATTEMPTS = 3
@@ -166,15 +167,33 @@ def elapsed_ms(started: float) -> int:
 # ----------------------------------------------------------------------------------------------- events
 
 def event_start(*, chain: Chain, trigger: str, snapshot: dict[str, Any], notify: bool,
-                instructions: str = "") -> SummaryEvent:
-    """A RUNNING event (so LLM calls can point at it); compactions announce themselves to the live view."""
+                instructions: str = "", raw_seq_to: int = 0) -> SummaryEvent:
+    """A RUNNING event (so LLM calls can point at it); compactions announce themselves to the live view.
+    `raw_seq_to`: the state it works on, known at the start (see `event_claim`)."""
     event = SummaryEvent.objects.create(chain=chain, trigger=trigger, outcome=Outcome.RUNNING,
                                         instructions=instructions, settings_snapshot=snapshot,
-                                        model=chain.agent.flow.model_name)
+                                        model=chain.agent.flow.model_name, raw_seq_to=raw_seq_to)
     if trigger in COMPACTION_TRIGGERS and notify:
         transaction.on_commit(lambda: broadcast(chain.pk, {
             "type": "compaction.started", "chain_id": chain.pk, "event_id": event.pk, "trigger": trigger}))
     return event
+
+
+def event_claim(state: ChainState, *, snapshot: dict[str, Any], lease_seconds: float | None) -> SummaryEvent | None:
+    """The RUNNING turn event of a run of `state`, or None when another run already works on that same state
+    (a RUNNING turn event with the same `raw_seq_to`, younger than `lease_seconds`; None: no expiry): a chain
+    queued twice, or a task re-delivered after a crash, then calls no model. Counted on the chain as skipped."""
+    with transaction.atomic():
+        Chain.objects.select_for_update().filter(pk=state.chain.pk).first()  # claims on one chain queue up here
+        holders = SummaryEvent.objects.filter(chain_id=state.chain.pk, trigger=Trigger.TURN, outcome=Outcome.RUNNING,
+                                              raw_seq_to=state.raw_seq_to)
+        if lease_seconds is not None:
+            holders = holders.filter(created_at__gt=timezone.now() - timedelta(seconds=lease_seconds))
+        if holders.exists():
+            Chain.objects.filter(pk=state.chain.pk).update(skipped_runs=F("skipped_runs") + 1)
+            return None
+        return event_start(chain=state.chain, trigger=Trigger.TURN, snapshot=snapshot, notify=False,
+                           raw_seq_to=state.raw_seq_to)
 
 
 def _announce(event: SummaryEvent, compactions: int) -> None:

@@ -17,12 +17,14 @@ from flows.pipeline import view_records as records
 from flows.pipeline.call_guard import current_guard
 from flows.pipeline.compaction import byte_guard_due, chain_guard
 from flows.pipeline.fitting import fit_step
+from flows.pipeline.recovery import claim_lease_seconds
 from flows.pipeline.request_budget import RequestNeeds
 from flows.pipeline.runs import (
     MAX_SAVE_ATTEMPTS,
     ChainState,
     RunStep,
     elapsed_ms,
+    event_claim,
     event_fail,
     event_start,
     load_state,
@@ -71,11 +73,13 @@ def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
     return step
 
 
-def chain_summarize(*, chain_id: int, trigger: str = Trigger.TURN,
-                    needs: RequestNeeds | None = None) -> SummaryEvent | None:
+def chain_summarize(*, chain_id: int, trigger: str = Trigger.TURN, needs: RequestNeeds | None = None,
+                    claim: bool = False) -> SummaryEvent | None:
     """Summarize the view after a turn (then fit it to the window). None when there was nothing new.
 
-    `needs`: the gateway request the view is prepared for (fitted to the room it leaves, `request_budget`)."""
+    `needs`: the gateway request the view is prepared for (fitted to the room it leaves, `request_budget`).
+    `claim` (the queued task): run only if no other run works on this same state (`runs.event_claim`), so a
+    chain queued twice, or re-delivered after a crash, never has two runs calling the model at once."""
     event = None
     for _attempt in range(MAX_SAVE_ATTEMPTS):
         state = load_state(chain_id)
@@ -87,7 +91,12 @@ def chain_summarize(*, chain_id: int, trigger: str = Trigger.TURN,
         if not state.new_raw and trigger == Trigger.TURN:
             return event_fail(event, "superseded: a newer view already holds these messages") if event else None
         snapshot = settings_values(state.row)
-        event = event or event_start(chain=state.chain, trigger=trigger, snapshot=snapshot, notify=False)
+        if event is None and claim:
+            event = event_claim(state, snapshot=snapshot, lease_seconds=claim_lease_seconds())
+            if event is None:
+                return None  # another run is summarizing this very state
+        event = event or event_start(chain=state.chain, trigger=trigger, snapshot=snapshot, notify=False,
+                                     raw_seq_to=state.raw_seq_to)
         steps = [_summarize_step(state, event)]
         view, lineage = steps[0].after, steps[0].lineage
         if steps[0].outcome != Outcome.FAILED:

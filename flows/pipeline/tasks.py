@@ -57,7 +57,7 @@ def summarize_chain_task(chain_id: int) -> int | None:
     if not _chain_exists(chain_id):
         log.info("summarize: chain %s is gone", chain_id)
         return None
-    event = chain_summarize(chain_id=chain_id, trigger="turn")
+    event = chain_summarize(chain_id=chain_id, trigger="turn", claim=True)  # one run per state, however queued
     return event.pk if event else None
 
 

@@ -48,8 +48,8 @@ class Command(BaseCommand):
         worker = self._start_worker(force=embedded_worker)
         self._close_interrupted_calls()
         if worker is not None:
-            self._recover_interrupted()  # first: interrupted runs are closed or re-queued
-            self._catch_up()  # then chains whose view is behind their raw messages (e.g. imported meanwhile)
+            queued = self._recover_interrupted()  # first: interrupted runs are closed or re-queued
+            self._catch_up(queued)  # then chains whose view is behind their raw messages (e.g. imported meanwhile)
         if not no_demo:
             self._start_demo(user, server=local_url(host, port))
         url = f"http://{host}:{port}/"
@@ -64,9 +64,10 @@ class Command(BaseCommand):
             if worker is not None:
                 worker.stop()
 
-    def _catch_up(self) -> None:
-        """Summarize what was written while no worker ran (an import or replay without a server)."""
-        behind = chains_behind_their_view()
+    def _catch_up(self, queued: tuple[int, ...]) -> None:
+        """Summarize what was written while no worker ran (an import or replay without a server); the chains
+        the recovery queued already are not queued twice."""
+        behind = chains_behind_their_view(queued=queued)
         for chain_id in behind:
             enqueue(SUMMARIZE_CHAIN, chain_id)
         if behind:
@@ -100,12 +101,14 @@ class Command(BaseCommand):
         self.stdout.write(f"Celery worker running in-process (broker {_redacted(settings.CELERY_BROKER_URL)})")
         return worker
 
-    def _recover_interrupted(self) -> None:
+    def _recover_interrupted(self) -> tuple[int, ...]:
         """On the memory broker this worker is the only one: anything still running died with the previous
-        process (with Redis, only runs older than twice the visibility timeout count as abandoned)."""
+        process (with Redis, only runs older than twice the visibility timeout count as abandoned). Returns
+        the chains queued for summarization."""
         recovered = events_recover_interrupted(older_than_seconds=abandoned_after_seconds())
         if recovered.requeued_compactions or recovered.closed_as_failed:
             self.stdout.write(f"after the last stop: {recovered}")
+        return recovered.summarized
 
     def _close_interrupted_calls(self) -> None:
         """Gateway calls a stopped server left "running" (it died between an answer and its record)."""
