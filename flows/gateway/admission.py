@@ -174,6 +174,8 @@ def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,
                               request_hash=threaded.head_hash, retry_of=threaded.retry_of)
     if mode == GatewayMode.MANAGE and not sent.fits:
         message = budget_error(sent, model)
+        if guard is not None and guard.failures():  # fail mode: why compacting could not make it fit
+            message += f"; the summary model failed: {guard.failures()}"[:1000]
         gateway_call_finish(call=call, status=CallStatus.FAILED, http_status=400, latency_ms=sent.summarize_ms,
                             error=message)
         error = GatewayError(400, message, code="context_length_exceeded")

@@ -110,17 +110,16 @@ class CallGuard:
                     if text.strip():
                         return text
                     refused = "the model answered an empty summary"
-                except TimeoutError as exc:
-                    if not self.stands_in:
-                        raise BoundReached(f"summarization failed: {exc}") from exc
-                    refused = str(exc)
                 except Exception as exc:  # any failure of the model's side: stand in, or fail as before
-                    if not self.stands_in:
-                        raise
                     refused = str(exc) or type(exc).__name__
+                    if not self.stands_in:
+                        self.failed(event_key, refused)
+                        if isinstance(exc, TimeoutError):  # ours (the deadline): read as a summarizer failure
+                            raise BoundReached(f"summarization failed: {exc}") from exc
+                        raise
+            self.failed(event_key, refused)
             if not self.stands_in:
                 raise BoundReached(f"summarization failed: {refused}")
-            self.failed(event_key, refused)
             self._stood_in(note)
             return offline(prompt)
 
@@ -161,6 +160,12 @@ class CallGuard:
             failures = "; ".join(note.failures)
             return (f"the summary model failed ({failures}): the offline summarizer stood in for {note.stood_in} "
                     f"of {note.asked} summaries")
+
+    def failures(self) -> str:
+        """Every model failure this call met, once each ("" when none)."""
+        with self._lock:
+            seen = dict.fromkeys(reason for note in self._notes.values() for reason in note.failures)
+        return "; ".join(seen)
 
     def offline_for(self, event_key: int | None) -> Summarize:
         """The offline summarizer for a rerun of a run the models' summaries failed (an audit failed twice)."""

@@ -53,8 +53,10 @@ def test_in_fail_mode_the_cap_stops_the_model_with_a_summarizer_failure() -> Non
 
 
 def test_a_failing_model_raises_as_before_in_fail_mode_and_is_replaced_in_offline_mode() -> None:
+    strict = CallGuard(fallback=FAIL)
     with pytest.raises(RuntimeError, match="LLM unavailable"):
-        CallGuard(fallback=FAIL).wrap(FakeSummarizer(fail=True), None)(PROMPT)
+        strict.wrap(FakeSummarizer(fail=True), None)(PROMPT)
+    assert strict.failures() == "LLM unavailable" and strict.note_for(None) == ""  # said, but nothing stood in
     guard = CallGuard(fallback=OFFLINE)
     assert "OpenSSH 8.9p1" in guard.wrap(FakeSummarizer(fail=True), 3)(PROMPT)
     assert guard.wrap(FakeSummarizer("   "), 4)(PROMPT).strip()
