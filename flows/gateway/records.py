@@ -187,8 +187,11 @@ def answer_unstorable(answer: Msg) -> str | None:
     return None
 
 
-def gateway_call_fail(call_id: int, reason: str) -> int:
-    """Close a call whose record could not be written (an exception after the upstream answered) as failed,
-    with the reason; only while it is still running. Returns how many rows it closed (0 or 1)."""
+def gateway_call_fail(call_id: int, reason: str, *, status: str = CallStatus.FAILED,
+                      http_status: int | None = None) -> int:
+    """Close a call no normal path will (its record could not be written after the upstream answered, or the
+    agent hung up while it was admitted) with `status` and the reason; only while it is still running.
+    Returns how many rows it closed (0 or 1)."""
+    answered = {} if http_status is None else {"http_status": http_status}
     return GatewayCall.objects.filter(pk=call_id, status=CallStatus.RUNNING).update(
-        status=CallStatus.FAILED, error=reason[:4000], finished_at=timezone.now())
+        status=status, error=reason[:4000], finished_at=timezone.now(), **answered)

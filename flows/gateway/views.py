@@ -17,6 +17,7 @@ from flows.engine import request_tokens
 from flows.gateway import calls, hops, upstream
 from flows.gateway.admission import PreparedCall, authenticate_bearer, authenticate_key, chain_headers, prepare_call
 from flows.gateway.protocols import ANTHROPIC, CHAT, RESPONSES, Protocol, parse_messages_request, upstream_count_tokens
+from flows.gateway.records import gateway_call_fail
 from flows.gateway.sessions import call_headers
 from flows.gateway.wire import GatewayError, WireRequest
 from flows.models import CallStatus, ProviderConfig, ProviderKind
@@ -98,10 +99,15 @@ async def model_call(request: HttpRequest, protocol: Protocol) -> HttpResponse |
     headers = call_headers(request)  # with a /s/<session>/v1/ URL's session as its X-Session-Id
     await calls.settled(protocol.api_key(headers) or "")  # this agent's previous answer is in its chain
     waited = time.monotonic()
+    admission = asyncio.ensure_future(hops.run(_admit, protocol, headers, _body(request),
+                                               request.META.get("QUERY_STRING", "")))
     try:
-        wire, prepared = await hops.run(_admit, protocol, headers, _body(request), request.META.get("QUERY_STRING", ""))
+        wire, prepared = await asyncio.shield(admission)  # a hang-up must not orphan the call row it writes
     except GatewayError as exc:
         return _error(exc, protocol)
+    except asyncio.CancelledError:
+        admission.add_done_callback(_hung_up_during_admission)
+        raise
     prepared.call.phases = {"wait_ms": int((waited - started) * 1000),  # saved with the finished record
                             "admitted_at_ms": int((time.monotonic() - started) * 1000)}
     ids = chain_headers(prepared.chain)
@@ -150,6 +156,21 @@ def _with_headers(response: Any, headers: dict[str, str]) -> Any:
     for key, value in headers.items():
         response[key] = value
     return response
+
+
+_closing: set[asyncio.Future[Any]] = set()  # closes of calls whose agent hung up during admission
+HUNG_UP_ADMITTING = "the agent hung up while its call was being admitted"
+
+
+def _hung_up_during_admission(admission: asyncio.Future[tuple[WireRequest, PreparedCall]]) -> None:
+    """The agent went away while the admission's thread hop ran on: the call row it made ends cancelled."""
+    if admission.cancelled() or admission.exception() is not None:
+        return
+    call_id = admission.result()[1].call.pk
+    closing = asyncio.ensure_future(hops.run(gateway_call_fail, call_id, HUNG_UP_ADMITTING,
+                                             status=CallStatus.CANCELLED, http_status=499))
+    _closing.add(closing)
+    closing.add_done_callback(_closing.discard)
 
 
 async def _failed(prepared: PreparedCall, started: float, exc: GatewayError) -> None:

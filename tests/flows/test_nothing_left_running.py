@@ -6,22 +6,38 @@ injected (`now`), so nothing is aged by sleeping. The live deployments are in te
 """
 from __future__ import annotations
 
+import asyncio
+import json
+import threading
+import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import DatabaseError, IntegrityError
+from django.test import RequestFactory
 from django.utils import timezone
 
 from flows.engine import import_chain
-from flows.gateway import abandoned_sweep
+from flows.gateway import abandoned_sweep, views
 from flows.gateway.calls import record_or_fail
 from flows.gateway.records import gateway_call_complete
 from flows.gateway.recovery import CALL_ABANDONED_REASON, longest_call_seconds
 from flows.ingest import chain_append, chain_import, imports_remove_interrupted
 from flows.ingest.append import MAX_MESSAGE_BYTES, build_rows
 from flows.ingest.importing import IMPORT_STALLED_SECONDS
-from flows.models import CallStatus, Chain, Flow, GatewayCall, Message, Outcome, SummaryEvent, Trigger
+from flows.models import (
+    CallStatus,
+    Chain,
+    Flow,
+    GatewayCall,
+    Message,
+    Outcome,
+    ProviderConfig,
+    ProviderKind,
+    SummaryEvent,
+    Trigger,
+)
 from flows.pipeline.recovery import ABANDONED_REASON
 
 UNSTORABLE = {
@@ -143,3 +159,37 @@ def test_a_killed_import_answers_no_append_until_the_sweep_removes_its_half_flow
         assert Chain.objects.filter(pk=kept.pk).exists()
     assert Message.objects.filter(chain=whole).count() == whole.last_seq == 61
     chain_append(chain=lived, messages=[{"role": "user", "content": "next"}])  # the others append as before
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_agent_hanging_up_while_its_call_is_admitted_leaves_no_call_running(user, api_token, monkeypatch):
+    """The admission's thread hop writes the call row; a hang-up cancels the view meanwhile (GatewayHandler does
+    that on the client's disconnect), so no later step of the view would ever close it."""
+    ProviderConfig.objects.create(name="up", kind=ProviderKind.OPENAI, base_url="http://127.0.0.1:9/v1", model="m",
+                                  is_default=True)
+    admitted, release = threading.Event(), threading.Event()
+    real_prepare = views.prepare_call
+
+    def prepare_then_stall(*args: Any, **kwargs: Any) -> Any:
+        prepared = real_prepare(*args, **kwargs)  # the call row exists from here on
+        admitted.set()
+        assert release.wait(30)
+        return prepared
+
+    monkeypatch.setattr(views, "prepare_call", prepare_then_stall)
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "scan 10.0.0.1"}]})
+    request = RequestFactory().post("/v1/chat/completions", body, content_type="application/json",
+                                    HTTP_AUTHORIZATION=f"Bearer {api_token}")
+    serving = asyncio.ensure_future(views.chat_completions(request))
+    assert await asyncio.to_thread(admitted.wait, 30)
+    serving.cancel()  # the agent hung up
+    with pytest.raises(asyncio.CancelledError):
+        await serving
+    release.set()
+    rows = GatewayCall.objects.values_list("status", "http_status", "error")
+    deadline = time.monotonic() + 30
+    while await rows.filter(status=CallStatus.RUNNING).aexists() or not await rows.aexists():
+        assert time.monotonic() < deadline, "the call stayed running"
+        await asyncio.sleep(0.05)  # waiting on the condition (the close runs in a thread hop), not on time
+    assert [row async for row in rows] == [(CallStatus.CANCELLED, 499, views.HUNG_UP_ADMITTING)]
