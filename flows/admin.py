@@ -201,7 +201,10 @@ class ProviderConfigAdmin(admin.ModelAdmin):
 
 @admin.register(ModelWindow)
 class ModelWindowAdmin(admin.ModelAdmin):
-    list_display = ["model", "context_window", "max_output_tokens", "source", "updated_at"]
+    """An admin's row is an override (no provider); discovered rows name the provider that reported them."""
+
+    list_display = ["model", "provider", "context_window", "max_output_tokens", "source", "updated_at"]
+    readonly_fields = ["provider"]
 
 
 @admin.register(ApiToken)

@@ -3,7 +3,8 @@
 Environment variables are *initial values*: the first use creates (later uses update) one ProviderConfig row
 named "env"; prices, timeouts and other fields the environment does not set stay admin-editable. A model's
 context window comes from, in order: an admin (or env) override row, a window discovered from the endpoint's
-`GET /models`, the built-in catalog; unknown stays None (the window step is then skipped).
+`GET /models` of the provider the call is routed to (for exactly that model id), the built-in catalog; unknown
+stays None (the window step is then skipped).
 
 The raw API key never leaves this module except inside the openai client: logs and errors use
 `ProviderConfig.masked_key` or nothing at all.
@@ -28,7 +29,8 @@ from flows.models import Flow, ModelWindow, ProviderConfig, ProviderKind
 __all__ = [
     "ENV_PROVIDER_NAME", "DEFAULT_OPENAI_BASE_URL", "DEFAULT_OPENAI_MODEL", "DISCOVERY_TIMEOUT_SECONDS",
     "provider_from_env", "provider_for", "openai_client_for", "discover_window", "model_window_for",
-    "split_model_ref", "providers_changed", "PROVIDER_CACHE_SECONDS", "provider_of_kind", "ANTHROPIC_PROVIDER_NAME",
+    "split_model_ref", "routed_model_id", "providers_changed", "PROVIDER_CACHE_SECONDS", "provider_of_kind",
+    "ANTHROPIC_PROVIDER_NAME",
 ]
 
 logger = logging.getLogger(__name__)
@@ -158,10 +160,11 @@ def _save_env_window(model: str, raw_tokens: str) -> None:
         return
     if tokens <= 0 or not model:
         return
-    row = ModelWindow.objects.filter(model=model).first()
-    if row is not None and row.source not in (SOURCE_ENV, SOURCE_DISCOVERED):
+    row = _override(model)
+    if row is not None and row.source != SOURCE_ENV:
         return  # an admin override wins over the environment
-    ModelWindow.objects.update_or_create(model=model, defaults={"context_window": tokens, "source": SOURCE_ENV})
+    ModelWindow.objects.update_or_create(model=model, provider=None, defaults={"context_window": tokens,
+                                                                               "source": SOURCE_ENV})
 
 
 # Providers as last read, for lookups outside transactions (every gateway call makes one): the table is tiny
@@ -267,11 +270,21 @@ def _models_payload(provider: ProviderConfig) -> Any:
         client.close()
 
 
-def discover_window(provider: ProviderConfig, model: str) -> ModelInfo | None:
-    """Read the endpoint's GET /models; store the window it reports for `model` unless an override exists.
+def routed_model_id(provider: ProviderConfig, model: str) -> str:
+    """The id the provider serves `model` under: without a `provider/` prefix naming it (the gateway strips
+    it before forwarding, so the provider's listing never carries it)."""
+    model = model.strip()
+    head, sep, tail = model.partition("/")
+    return tail.strip() if sep and tail.strip() and head == provider.name else model
 
-    Best effort: an unreachable endpoint or a listing without a window gives None (logged, never raised).
+
+def discover_window(provider: ProviderConfig, model: str) -> ModelInfo | None:
+    """Read the provider's GET /models; store the window it reports for exactly `model` (as that provider's).
+
+    Best effort: an unreachable endpoint, a listing without this model id or without a window for it gives
+    None (logged, never raised) and stores nothing.
     """
+    model = routed_model_id(provider, model)
     if provider.kind != ProviderKind.OPENAI or not model:
         return None
     try:
@@ -282,11 +295,9 @@ def discover_window(provider: ProviderConfig, model: str) -> ModelInfo | None:
     info = window_from_models_payload(payload, model)
     if info is None:
         return None
-    row = ModelWindow.objects.filter(model=model).first()
-    if row is None or row.source == SOURCE_DISCOVERED:
-        ModelWindow.objects.update_or_create(model=model, defaults={
-            "context_window": info.context_window, "max_output_tokens": info.max_output_tokens,
-            "source": SOURCE_DISCOVERED})
+    ModelWindow.objects.update_or_create(model=model, provider=provider, defaults={
+        "context_window": info.context_window, "max_output_tokens": info.max_output_tokens,
+        "source": SOURCE_DISCOVERED})
     return info
 
 
@@ -294,9 +305,9 @@ _discovery_tried: set[tuple[int, str, str]] = set()
 _discovery_lock = threading.Lock()
 
 
-def _discover_once(provider: ProviderConfig | None, model: str) -> None:
+def _discover_once(provider: ProviderConfig, model: str) -> None:
     """Ask the endpoint once per process and model: a listing without windows must not cost a request per fit."""
-    if provider is None or provider.kind != ProviderKind.OPENAI:
+    if provider.kind != ProviderKind.OPENAI:
         return
     key = (provider.pk, provider.base_url, model)
     with _discovery_lock:
@@ -306,24 +317,43 @@ def _discover_once(provider: ProviderConfig | None, model: str) -> None:
     discover_window(provider, model)
 
 
-def model_window_for(*, flow: Flow | None = None, model: str | None = None,
-                     discover: bool = True) -> tuple[int | None, int | None, str]:
-    """(context_window, max_output_tokens, source) of the flow's model; source is the row's source
-    ("admin", "env"), "discovered", "catalog", or "unknown" with both sizes None.
+def _override(model: str) -> ModelWindow | None:
+    """An operator's window for the model (admin, or LLM_SERVER_CONTEXT_TOKENS), whichever provider serves it."""
+    return ModelWindow.objects.filter(model=model, provider__isnull=True).exclude(source=SOURCE_DISCOVERED).first()
 
-    With `discover`, a model that has no row yet is looked up once on the flow's endpoint (GET /models).
+
+def _discovered(provider: ProviderConfig, model: str, discover: bool) -> ModelWindow | None:
+    found = ModelWindow.objects.filter(model=model, provider=provider, source=SOURCE_DISCOVERED).first()
+    if found is None and discover:
+        _discover_once(provider, model)
+        found = ModelWindow.objects.filter(model=model, provider=provider, source=SOURCE_DISCOVERED).first()
+    return found
+
+
+def model_window_for(*, flow: Flow | None = None, model: str | None = None, provider: ProviderConfig | None = None,
+                     discover: bool = True) -> tuple[int | None, int | None, str]:
+    """(context_window, max_output_tokens, source) of the model a call is served by; the source names where the
+    window came from: "override (admin)" / "override (env)", "discovered from <provider>", "catalog", or
+    "unknown" with both sizes None.
+
+    `provider` is the provider the call is routed to (a gateway call's `provider/` prefix), else the flow's,
+    else the default; `model` else the flow's model, else the provider's. Only that provider's windows count:
+    with `discover` and a flow or provider given, a model it has not reported yet is looked up once on its
+    GET /models (exact id).
     """
-    provider = provider_for(flow=flow) if flow is not None else None
+    discover = discover and (provider is not None or flow is not None)  # a bare model id (a page) asks no one
+    provider = provider or provider_for(flow=flow)
     if not model and flow is not None:
         model = flow.model_name or (provider.model if provider is not None else "")
+    model = routed_model_id(provider, model or "") if provider is not None else (model or "").strip()
     if not model:
         return None, None, "unknown"
-    if discover and not ModelWindow.objects.filter(model=model).exists():
-        _discover_once(provider, model)
-    # One row per model: discovery never overwrites an override, so the row's source is the winner.
-    row = ModelWindow.objects.filter(model=model).first()
+    row = _override(model)
     if row is not None:
-        return row.context_window, row.max_output_tokens, row.source
+        return row.context_window, row.max_output_tokens, f"override ({row.source})"
+    row = _discovered(provider, model, discover) if provider is not None else None
+    if row is not None:
+        return row.context_window, row.max_output_tokens, f"discovered from {provider.name}"  # type: ignore[union-attr]
     info = lookup_model(model)
     if info is not None:
         return info.context_window, info.max_output_tokens, "catalog"

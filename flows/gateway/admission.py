@@ -149,7 +149,7 @@ def needs_of(protocol: Protocol, request: WireRequest, provider: ProviderConfig,
     for this provider and model."""
     extra = protocol.extra_tokens(request)
     return RequestNeeds(tools=extra.tools, schema=extra.schema, max_output=extra.reserve,
-                        ratio=token_ratio_for(provider, model))
+                        ratio=token_ratio_for(provider, model), provider=provider.name, model=model)
 
 
 def prepare_call(user: Any, headers: Mapping[str, str], request: WireRequest,

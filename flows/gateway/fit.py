@@ -58,7 +58,7 @@ def _state_messages(chain_id: int, *, needs: RequestNeeds | None = None, model: 
     pruned when pruning is on, with the request's breakdown when `needs` is given."""
     state = load_state(chain_id)
     messages, seq_to = state.sendable, state.sendable_seq_to
-    window = window_info(flow=state.chain.agent.flow, row=state.row)
+    window = window_info(flow=state.chain.agent.flow, row=state.row, chain_id=chain_id, needs=needs)
     sent = SentMessages(messages, state.base_version, seq_to, exact=True)
     if window is not None and state.row.pruning_mode == PruningMode.ON:
         trimmed = list(prune_view(messages, window_tokens=window[0], settings=state.row))
@@ -138,7 +138,8 @@ def gateway_observed(messages: list[Msg], chain: Chain, model: str, needs: Reque
     if needs is None:
         return sent
     row = settings_for(profile=chain.agent.profile, flow=chain.agent.flow)
-    return budget_record(sent, window_info(flow=chain.agent.flow, row=row), needs, model=model, manage=False)
+    window = window_info(flow=chain.agent.flow, row=row, chain_id=chain.pk, needs=needs)
+    return budget_record(sent, window, needs, model=model, manage=False)
 
 
 def gateway_overflow_compact(*, chain_id: int, observed_tokens: int | None, needs: RequestNeeds | None = None,

@@ -182,8 +182,8 @@ def _providers() -> list[ProviderConfig]:
     return [p for p in ProviderConfig.objects.filter(kind=ProviderKind.OPENAI).order_by("-is_default", "name")]
 
 
-def _window(model: str) -> int | None:
-    return model_window_for(model=model, discover=False)[0]
+def _window(model: str, provider: ProviderConfig) -> int | None:
+    return model_window_for(model=model, provider=provider, discover=False)[0]
 
 
 @csrf_exempt
@@ -203,7 +203,7 @@ async def models(request: HttpRequest) -> HttpResponse:
                     raise
                 continue  # another provider being down must not hide the default's models
             for item in listed:
-                window = await hops.run(_window, item["id"])
+                window = await hops.run(_window, item["id"], provider)
                 prefix = "" if index == 0 else provider.name + "/"
                 data.append({**item, "id": prefix + item["id"], "context_window": window})
     except GatewayError as exc:

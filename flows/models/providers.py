@@ -74,16 +74,27 @@ class LLMCall(models.Model):
 
 
 class ModelWindow(models.Model):
-    """Admin override of a model's context window; wins over the catalog and endpoint discovery."""
+    """A model's context window: an override (admin, env; no provider), which wins over everything, or one a
+    provider's GET /v1/models reported for exactly this model id (source "discovered", with that provider)."""
 
-    model = models.CharField(max_length=200, unique=True, help_text="model id, e.g. gpt-4o or my-vllm/qwen")
+    model = models.CharField(max_length=200, help_text="model id, e.g. gpt-4o or my-vllm/qwen")
+    provider = models.ForeignKey(ProviderConfig, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+                                 help_text="the provider that reported it (discovered windows only); empty for an "
+                                           "override, which holds whichever provider serves the model")
     context_window = models.PositiveIntegerField(validators=[MinValueValidator(1024)])
     max_output_tokens = models.PositiveIntegerField(null=True, blank=True)
-    source = models.CharField(max_length=32, default="admin", help_text="admin or discovered (/v1/models)")
+    source = models.CharField(max_length=32, default="admin", help_text="admin or env (overrides), or discovered "
+                                                                        "(the provider's /v1/models)")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["model"]
+        constraints = [
+            models.UniqueConstraint(fields=["model"], condition=models.Q(provider__isnull=True),
+                                    name="model_window_one_override"),
+            models.UniqueConstraint(fields=["model", "provider"], condition=models.Q(provider__isnull=False),
+                                    name="model_window_one_per_provider"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.model}: {self.context_window}"

@@ -18,6 +18,7 @@ from django.db.models import Count, Sum
 from flows.engine import message_tokens
 from flows.models import Chain, ChainView, GatewayCall, Message
 from flows.pages.selectors import WindowInfo, is_summary_message, settings_row_for, window_for_model
+from flows.pipeline import serving_route
 
 __all__ = ["BAR_UNITS", "ContextPart", "bar_rects", "chain_window", "context_breakdown", "chain_context_json"]
 
@@ -33,9 +34,11 @@ class ContextPart:
 
 
 def chain_window(chain: Chain) -> tuple[WindowInfo, int]:
-    """The flow model's window and the output it reserves, as the engine computes them (`effective_reserve`)."""
+    """The window of the model serving the chain (its newest gateway call's provider and model, else the
+    flow's) and the output it reserves, as the engine computes them (`effective_reserve`)."""
     flow = chain.agent.flow
-    window = window_for_model(flow.model_name)
+    provider, model = serving_route(chain.pk)
+    window = window_for_model(model or flow.model_name, provider)
     row = settings_row_for(profile=chain.agent.profile, flow=flow)
     return window, window.reserve(row.reserve_tokens if row is not None else None)
 

@@ -24,6 +24,7 @@ from flows.models import (
     LLMCall,
     MemoryNote,
     Message,
+    ProviderConfig,
     SummarizerSettings,
     SummaryEvent,
 )
@@ -56,7 +57,7 @@ class WindowInfo:
     model: str
     window: int | None
     max_output: int | None
-    source: str  # "admin", "catalog" or "" when unknown
+    source: str  # "override (admin)", "discovered from <provider>", "catalog", ... (model_window_for); "" unknown
 
     def reserve(self, configured: int | None = None) -> int:
         """Tokens kept free for the answer, as the engine computes them (`effective_reserve`): a configured
@@ -74,9 +75,11 @@ class WindowInfo:
         return {"level": level, "message": message}
 
 
-def window_for_model(model_name: str) -> WindowInfo:
-    """The window as the pipeline sees it: admin/env override, discovered, then the catalog; else unknown."""
-    window, max_output, source = model_window_for(model=model_name) if model_name else (None, None, "unknown")
+def window_for_model(model_name: str, provider: ProviderConfig | None = None) -> WindowInfo:
+    """The window as the pipeline sees it: admin/env override, discovered from `provider` (else the default),
+    then the catalog; else unknown. A page asks no endpoint: it shows what is known."""
+    window, max_output, source = (model_window_for(model=model_name, provider=provider, discover=False)
+                                  if model_name else (None, None, "unknown"))
     return WindowInfo(model_name, window, max_output, source if window else "")
 
 

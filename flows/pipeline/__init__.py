@@ -21,7 +21,7 @@ from flows.pipeline.recovery import (
     not_queued_requeue,
 )
 from flows.pipeline.request_budget import MIN_OUTPUT_TOKENS, Budget, RequestNeeds, fit_budget
-from flows.pipeline.runs import elapsed_ms, load_state, view_current, window_for, window_info
+from flows.pipeline.runs import elapsed_ms, load_state, serving_route, view_current, window_for, window_info
 from flows.pipeline.summarization import chain_summarize
 from flows.pipeline.summarizers import set_summarizer_factory, use_summarizer_factory
 from flows.pipeline.tasks import RELAYED_TASKS
@@ -34,5 +34,5 @@ __all__ = [
     "chains_behind_their_view", "elapsed_ms", "events_close_abandoned", "events_recover_interrupted", "load_state",
     "not_queued_requeue", "preview_warm",
     "preview_warm_later", "preview_warm_wait", "seq_ranges", "set_summarizer_factory", "start_embedded_worker",
-    "use_summarizer_factory", "view_current", "window_for", "window_info",
+    "use_summarizer_factory", "view_current", "window_for", "window_info", "serving_route",
 ]

@@ -60,7 +60,7 @@ def _compact_step(state: ChainState, event: SummaryEvent, instructions: str) -> 
         step.outcome, step.reason = Outcome.SKIPPED, "nothing to compact: the chain is empty"
         return step
     hook_before(state, event, before, tokens)
-    window = window_for(flow=state.chain.agent.flow, row=row)
+    window = window_for(flow=state.chain.agent.flow, row=row, chain_id=state.chain.pk)
 
     def run(summarize: SummarizeFn) -> Any:
         # keep_recent_tokens 0 makes compact_now a hard checkpoint: the view continues from the summary only

@@ -165,7 +165,7 @@ def fit_step(state: ChainState, messages: list[Msg], lineage: list[list[int]], *
     With `needs` (a gateway request: its tools, schema, output cap and the provider's token ratio) the view
     gets the room the request leaves (`request_budget`); the ratio then stands for an overflow's observed
     count, which measured the whole request, not the view."""
-    window = window_for(flow=state.chain.agent.flow, row=state.row)
+    window = window_for(flow=state.chain.agent.flow, row=state.row, chain_id=state.chain.pk, needs=needs)
     if window is None or not state.row.compaction_enabled:
         return None
     window_tokens, reserve = window

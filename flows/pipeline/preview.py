@@ -72,7 +72,7 @@ def identifier_retention(data: ChainData, view: list[dict[str, Any]], lineage: l
 
 def _fit(chain: Chain, row: SummarizerSettings, view: list[dict[str, Any]], lineage: list[list[int]],
          summarize: SummarizeFn) -> tuple[list[dict[str, Any]], list[list[int]], int, dict[str, Any]]:
-    window = window_for(flow=chain.agent.flow, row=row) if row.compaction_enabled else None
+    window = window_for(flow=chain.agent.flow, row=row, chain_id=chain.pk) if row.compaction_enabled else None
     if window is None:
         return view, lineage, 0, {"known": False}
     info: dict[str, Any] = {"known": True, "tokens": window[0], "reserve_tokens": window[1]}
@@ -102,7 +102,7 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
     raw, seqs = copy.deepcopy(data.raw), data.seqs  # the cached messages must outlive whatever the engine does
     # deterministic, so a repeated prompt has the same answer; counted, so the page shows what the run would bill
     summarize = InputCounter(cached_summarizer(make_extractive()))
-    result = summarize_by_strategy(raw, flow=chain.agent.flow, row=row, summarize=summarize,
+    result = summarize_by_strategy(raw, flow=chain.agent.flow, row=row, chain_id=chain.pk, summarize=summarize,
                                    id_template=chain.tool_call_id_template or None, lineage_in=[[s] for s in seqs],
                                    rng=random.Random(PREVIEW_SEED))
     view, lineage = result.messages, [list(x) for x in result.lineage]

@@ -32,6 +32,8 @@ class RequestNeeds:
     schema: int = 0  # a structured-output schema (response_format, text.format)
     max_output: int | None = None  # the request's own output cap, when it gives one
     ratio: float = 1.0  # provider tokens per token of ours for this provider and model (learned)
+    provider: str = ""  # the provider the request is routed to (its name): whose window the fit uses
+    model: str = ""  # the model id it asks that provider for
 
     @property
     def extra(self) -> int:

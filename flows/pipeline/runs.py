@@ -24,15 +24,17 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from flows.config import model_window_for, settings_for
+from flows.config import model_window_for, provider_for, settings_for
 from flows.core import broadcast
 from flows.engine import effective_reserve, retention_of
 from flows.models import (
     Chain,
     ChainView,
     Flow,
+    GatewayCall,
     Message,
     Outcome,
+    ProviderConfig,
     SummarizerSettings,
     SummaryEvent,
     Trigger,
@@ -40,11 +42,12 @@ from flows.models import (
 )
 from flows.pipeline import view_records as records
 from flows.pipeline.hooks import after_compaction, send_hook
+from flows.pipeline.request_budget import RequestNeeds
 
 __all__ = [
     "MAX_SAVE_ATTEMPTS", "COMPACTION_TRIGGERS", "ChainState", "RunStep", "open_round_start", "load_state",
-    "view_current", "window_for", "window_info", "elapsed_ms", "event_start", "event_claim", "event_finish",
-    "event_fail", "view_save", "view_create", "hook_after_payload", "on_view_saved",
+    "view_current", "window_for", "window_info", "serving_route", "elapsed_ms", "event_start", "event_claim",
+    "event_finish", "event_fail", "view_save", "view_create", "hook_after_payload", "on_view_saved",
 ]
 
 MAX_SAVE_ATTEMPTS = 3
@@ -145,19 +148,37 @@ def view_current(*, chain: Chain) -> ChainView | None:
     return ChainView.objects.filter(chain=chain).order_by("-version").first()
 
 
-def window_for(*, flow: Flow, row: SummarizerSettings) -> tuple[int, int] | None:
-    """(window tokens, reserve tokens) of the flow's model, or None when the window is unknown (step skipped)."""
-    info = window_info(flow=flow, row=row)
+def window_for(*, flow: Flow, row: SummarizerSettings, chain_id: int | None = None,
+               needs: RequestNeeds | None = None) -> tuple[int, int] | None:
+    """(window tokens, reserve tokens) of the model serving the chain (`window_info`), or None when the window
+    is unknown (step skipped)."""
+    info = window_info(flow=flow, row=row, chain_id=chain_id, needs=needs)
     return None if info is None else (info[0], info[1])
 
 
-def window_info(*, flow: Flow, row: SummarizerSettings) -> tuple[int, int, str] | None:
-    """(window tokens, reserve tokens, where the window came from) of the flow's model, or None when unknown."""
-    window, max_output, source = model_window_for(flow=flow)
+def window_info(*, flow: Flow, row: SummarizerSettings, chain_id: int | None = None,
+                needs: RequestNeeds | None = None) -> tuple[int, int, str] | None:
+    """(window tokens, reserve tokens, where the window came from) of the model serving the chain, or None
+    when unknown: the model a gateway request is routed to (`needs`), else that of the chain's newest gateway
+    call, else the flow's model on the flow's provider."""
+    provider, model = serving_route(chain_id, needs)
+    window, max_output, source = model_window_for(flow=flow, provider=provider, model=model or None)
     if not window:
         return None
-    return window, effective_reserve(window, row.reserve_tokens, flow.model_name or None,
+    return window, effective_reserve(window, row.reserve_tokens, model or flow.model_name or None,
                                      max_output_tokens=max_output), source
+
+
+def serving_route(chain_id: int | None, needs: RequestNeeds | None = None) -> tuple[ProviderConfig | None, str]:
+    """(provider, model) a chain's calls are served by, as far as a request or the chain's calls say."""
+    if needs is not None and needs.model:
+        return (provider_for(name=needs.provider) if needs.provider else None), needs.model
+    if chain_id is None:
+        return None, ""
+    last = GatewayCall.objects.filter(chain_id=chain_id).order_by("-pk").values_list("provider__name", "model").first()
+    if last is None or not last[1]:
+        return None, ""
+    return (provider_for(name=last[0]) if last[0] else None), last[1]
 
 
 def elapsed_ms(started: float) -> int:

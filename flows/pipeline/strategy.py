@@ -14,6 +14,7 @@ from typing import Any
 from flows.config import summarizer_config_for
 from flows.engine import WindowTarget, summarize_chain, summarize_chain_for_window
 from flows.models import Flow, SummarizerSettings
+from flows.pipeline.request_budget import RequestNeeds
 from flows.pipeline.runs import window_for
 
 __all__ = ["WINDOW", "window_target_for", "summarize_by_strategy", "skipped_reason"]
@@ -22,12 +23,13 @@ WINDOW = "window"
 Msg = dict[str, Any]
 
 
-def window_target_for(*, flow: Flow, row: SummarizerSettings) -> WindowTarget | None:
+def window_target_for(*, flow: Flow, row: SummarizerSettings, chain_id: int | None = None,
+                      needs: RequestNeeds | None = None) -> WindowTarget | None:
     """The window strategy's target for a settings row, or None when PentAGI's passes run (strategy `pentagi`,
-    or the flow's window is unknown)."""
+    or the window of the model serving the chain is unknown: `runs.window_info`)."""
     if row.strategy != WINDOW:
         return None
-    window = window_for(flow=flow, row=row)
+    window = window_for(flow=flow, row=row, chain_id=chain_id, needs=needs)
     if window is None:
         return None
     return WindowTarget(window_tokens=window[0], reserve_tokens=window[1],
@@ -37,9 +39,11 @@ def window_target_for(*, flow: Flow, row: SummarizerSettings) -> WindowTarget | 
 
 def summarize_by_strategy(messages: list[Msg], *, flow: Flow, row: SummarizerSettings,
                           summarize: Callable[[str], str], id_template: str | None,
-                          lineage_in: Sequence[Sequence[int]] | None, rng: random.Random | None = None) -> Any:
+                          lineage_in: Sequence[Sequence[int]] | None, rng: random.Random | None = None,
+                          chain_id: int | None = None, needs: RequestNeeds | None = None) -> Any:
     """The engine's summarization of `messages` under the row's strategy (a `SummarizeResult`)."""
-    config, target = summarizer_config_for(row), window_target_for(flow=flow, row=row)
+    config = summarizer_config_for(row)
+    target = window_target_for(flow=flow, row=row, chain_id=chain_id, needs=needs)
     if target is None:
         return summarize_chain(messages, config, summarize, id_template=id_template, lineage_in=lineage_in, rng=rng)
     return summarize_chain_for_window(messages, config, summarize, target=target, id_template=id_template,

@@ -45,18 +45,19 @@ def _ran_reason(result: Any) -> str:
     return str(result.reason)
 
 
-def _engine_summary(state: ChainState, summarize: SummarizeFn) -> Any:
+def _engine_summary(state: ChainState, summarize: SummarizeFn, needs: RequestNeeds | None = None) -> Any:
     return summarize_by_strategy(state.messages, flow=state.chain.agent.flow, row=state.row, summarize=summarize,
-                                 id_template=state.chain.tool_call_id_template or None, lineage_in=state.lineage)
+                                 id_template=state.chain.tool_call_id_template or None, lineage_in=state.lineage,
+                                 chain_id=state.chain.pk, needs=needs)
 
 
-def _summarize_step(state: ChainState, event: SummaryEvent) -> RunStep:
+def _summarize_step(state: ChainState, event: SummaryEvent, needs: RequestNeeds | None = None) -> RunStep:
     started, before = time.monotonic(), state.messages
-    result = _engine_summary(state, summarizer_for(flow=state.chain.agent.flow, event=event))
+    result = _engine_summary(state, summarizer_for(flow=state.chain.agent.flow, event=event), needs)
     guard = current_guard()
     if result.error and guard is not None and guard.stands_in:  # on a gateway call: the offline summarizer
         guard.failed(event.pk, str(result.error))
-        result = _engine_summary(state, guard.offline_for(event.pk))
+        result = _engine_summary(state, guard.offline_for(event.pk), needs)
     tokens_before = records.view_tokens(before, model=state.model)
     step = RunStep(trigger=event.trigger, outcome=Outcome.OK, event=event, before=before, calls=result.calls,
                    duration_ms=elapsed_ms(started), tokens_before=tokens_before,
@@ -97,7 +98,7 @@ def chain_summarize(*, chain_id: int, trigger: str = Trigger.TURN, needs: Reques
                 return None  # another run is summarizing this very state
         event = event or event_start(chain=state.chain, trigger=trigger, snapshot=snapshot, notify=False,
                                      raw_seq_to=state.raw_seq_to)
-        steps = [_summarize_step(state, event)]
+        steps = [_summarize_step(state, event, needs)]
         view, lineage = steps[0].after, steps[0].lineage
         if steps[0].outcome != Outcome.FAILED:
             fit = fit_step(state, view, lineage, trigger=Trigger.WINDOW, snapshot=snapshot, needs=needs)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
 __all__ = [
-    "ModelInfo", "lookup_model", "window_from_models_payload", "window_check", "catalog_models",
+    "ModelInfo", "lookup_model", "window_from_models_payload", "listed_id_matches", "window_check", "catalog_models",
     "MIN_AGENT_WINDOW_TOKENS", "WARN_WINDOW_TOKENS", "WINDOW_UNKNOWN_MESSAGE",
 ]
 
@@ -125,15 +125,16 @@ def _entry_id(entry: Mapping[str, Any]) -> str:
     return str(entry.get("id") or entry.get("name") or entry.get("model") or "")
 
 
+def listed_id_matches(listed: str, model_id: str) -> bool:
+    """Whether a GET /v1/models entry id names the model a call asks for: exactly that id, or it under the
+    `models/` collection prefix Gemini's OpenAI-compatible listing gives its ids. Nothing looser: case, a vendor
+    prefix or a lone listed model can name another model with another window (a llama.cpp server lists its one
+    file whatever the client calls it; the window of "gpt-4o-mini" is not that file's)."""
+    return bool(model_id) and (listed == model_id or listed == "models/" + model_id)
+
+
 def _find_entry(entries: list[Mapping[str, Any]], model_id: str) -> Mapping[str, Any] | None:
-    tests: list[Callable[[str], bool]] = [lambda e: e == model_id, lambda e: e.casefold() == model_id.casefold(),
-             lambda e: e.rsplit("/", 1)[-1].casefold() == model_id.rsplit("/", 1)[-1].casefold()]
-    for test in tests:
-        for entry in entries:
-            if test(_entry_id(entry)):
-                return entry
-    # llama.cpp names its only model after the file path; whatever the client calls it, that model answers.
-    return entries[0] if len(entries) == 1 else None
+    return next((entry for entry in entries if listed_id_matches(_entry_id(entry), model_id)), None)
 
 
 def _window_fields(entry: Mapping[str, Any]) -> list[int]:
@@ -149,7 +150,8 @@ def _window_fields(entry: Mapping[str, Any]) -> list[int]:
 
 
 def window_from_models_payload(payload: Any, model_id: str) -> ModelInfo | None:
-    """The window an OpenAI-compatible GET /v1/models response reports for `model_id`, or None.
+    """The window an OpenAI-compatible GET /v1/models response reports for `model_id`, or None when no entry is
+    that model (`listed_id_matches`: a listing of other ids says nothing about this one).
 
     Fields seen in the wild: context_length (OpenRouter, LM Studio), max_model_len (vLLM), context_window,
     meta.n_ctx / meta.n_ctx_train (llama.cpp), top_provider.context_length. When several are present the

@@ -89,7 +89,7 @@ def test_a_deleted_env_row_is_written_again_on_next_use(monkeypatch, flow):
 
 def test_a_context_size_from_the_environment_gives_the_model_a_window(flow):
     provider_from_env({**LLAMA_SERVER_ENV, "LLM_SERVER_CONTEXT_TOKENS": "8192"})
-    assert model_window_for(model="gemma-3-270m") == (8192, None, "env")
+    assert model_window_for(model="gemma-3-270m") == (8192, None, "override (env)")
 
 
 def test_a_provider_prefix_is_split_only_when_it_names_a_provider():
@@ -104,15 +104,15 @@ def test_a_window_reported_by_the_endpoint_is_discovered_and_stored(fake_endpoin
     info = discover_window(provider, "my-vllm-model")
     assert info.context_window == 32768
     row = ModelWindow.objects.get(model="my-vllm-model")
-    assert (row.context_window, row.source) == (32768, "discovered")
-    assert model_window_for(model="my-vllm-model")[::2] == (32768, "discovered")
+    assert (row.context_window, row.source, row.provider_id) == (32768, "discovered", provider.pk)
+    assert model_window_for(model="my-vllm-model", provider=provider)[::2] == (32768, "discovered from fake")
 
 
 def test_discovery_never_overwrites_an_admin_override(fake_endpoint):
     ModelWindow.objects.create(model="my-vllm-model", context_window=16384, source="admin")
     fake_endpoint.models_payload = {"data": [{"id": "my-vllm-model", "context_length": 65536}]}
     discover_window(make_provider(fake_endpoint.url), "my-vllm-model")
-    assert model_window_for(model="my-vllm-model") == (16384, None, "admin")
+    assert model_window_for(model="my-vllm-model") == (16384, None, "override (admin)")
 
 
 def test_a_listing_without_a_window_like_llama_cpp_stores_nothing(fake_endpoint):
@@ -140,10 +140,55 @@ def test_the_flows_endpoint_is_asked_for_an_unknown_window_once(fake_endpoint, f
     flow.provider = make_provider(fake_endpoint.url)
     flow.model_name = "qwen-local"
     flow.save()
-    assert model_window_for(flow=flow) == (40960, None, "discovered")
+    assert model_window_for(flow=flow) == (40960, None, "discovered from fake")
     ModelWindow.objects.all().delete()  # not asked again in this process, even without a stored row
     assert model_window_for(flow=flow) == (None, None, "unknown")
     assert fake_endpoint.model_listings == 1
+
+
+def test_a_listing_of_another_model_stores_nothing_and_the_catalog_answers(fake_endpoint, flow):
+    # issue 20: a llama.cpp server's one file is not the window of whatever model name a call carries
+    fake_endpoint.models_payload = {"data": [{"id": "/models/qwen.gguf", "meta": {"n_ctx": 8192}}]}
+    flow.provider = make_provider(fake_endpoint.url)
+    flow.model_name = "gpt-4o-mini"
+    flow.save()
+    assert model_window_for(flow=flow) == (128_000, 16_384, "catalog")
+    assert fake_endpoint.model_listings == 1 and not ModelWindow.objects.exists()
+
+
+def test_the_routed_provider_is_asked_not_the_flows_and_each_keeps_its_own_window(fake_endpoint, flow):
+    fake_endpoint.models_payload = {"data": [{"id": "shared-model", "context_length": 65536}]}
+    default = make_provider(closed_port_url(), name="default", timeout_seconds=1)
+    routed = make_provider(fake_endpoint.url, name="routed", default=False)
+    flow.provider, flow.model_name = default, "shared-model"
+    flow.save()
+    assert model_window_for(flow=flow, model="shared-model", provider=routed) == (65536, None,
+                                                                                  "discovered from routed")
+    assert model_window_for(flow=flow) == (None, None, "unknown")  # the default reported nothing
+    assert list(ModelWindow.objects.values_list("provider__name", flat=True)) == ["routed"]
+
+
+def test_a_prefix_naming_the_provider_is_stripped_before_matching(fake_endpoint):
+    fake_endpoint.models_payload = {"data": [{"id": "qwen-local", "context_length": 40960}]}
+    routed = make_provider(fake_endpoint.url, name="lab")
+    assert discover_window(routed, "lab/qwen-local").context_window == 40960
+    assert model_window_for(model="lab/qwen-local", provider=routed) == (40960, None, "discovered from lab")
+    assert ModelWindow.objects.get().model == "qwen-local"
+
+
+def test_an_override_wins_over_every_providers_discovery(fake_endpoint):
+    fake_endpoint.models_payload = {"data": [{"id": "qwen-local", "context_length": 40960}]}
+    routed = make_provider(fake_endpoint.url, name="lab")
+    discover_window(routed, "qwen-local")
+    ModelWindow.objects.create(model="qwen-local", context_window=20000, source="admin")
+    assert model_window_for(model="qwen-local", provider=routed) == (20000, None, "override (admin)")
+
+
+def test_a_bare_model_id_asks_no_endpoint(fake_endpoint):
+    fake_endpoint.models_payload = {"data": [{"id": "qwen-local", "context_length": 40960}]}
+    make_provider(fake_endpoint.url, name="lab")
+    assert model_window_for(model="qwen-local") == (None, None, "unknown")
+    assert fake_endpoint.model_listings == 0
 
 
 @pytest.mark.django_db(transaction=True)

@@ -46,6 +46,8 @@ class FakeUpstream:
         self.summary_requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.gave_up = threading.Event()  # a "hang_until_closed" request's connection was closed by the gateway
+        self.models: list[dict[str, Any]] = [{"id": MODEL, "object": "model"}]  # what GET /models lists
+        self.listings = 0  # GET /models requests received
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -55,7 +57,9 @@ class FakeUpstream:
                 pass
 
             def do_GET(self) -> None:
-                owner._send(self, 200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+                with owner.lock:
+                    owner.listings += 1
+                owner._send(self, 200, {"object": "list", "data": owner.models})
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))

@@ -5,12 +5,15 @@ import json
 from importlib.resources import files
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from summarizer.tokens.catalog import (
     MIN_AGENT_WINDOW_TOKENS,
     WARN_WINDOW_TOKENS,
     ModelInfo,
     catalog_models,
+    listed_id_matches,
     lookup_model,
     window_check,
     window_from_models_payload,
@@ -102,13 +105,51 @@ def test_it_reads_the_window_fields_endpoints_report(entry, window):
 def test_it_picks_the_requested_model_out_of_many():
     payload = {"data": [{"id": "a", "context_length": 1000}, {"id": "vendor/B", "context_length": 2000}]}
     assert window_from_models_payload(payload, "vendor/B").context_window == 2000
-    assert window_from_models_payload(payload, "b").context_window == 2000
+    assert window_from_models_payload(payload, "a").context_window == 1000
     assert window_from_models_payload(payload, "c") is None
 
 
-def test_a_lone_llama_cpp_model_answers_whatever_name_the_client_uses():
-    payload = {"data": [{"id": "/models/gemma.gguf", "meta": {"n_ctx_train": 32768}}]}
-    assert window_from_models_payload(payload, "gemma-3-270m").context_window == 32768
+@pytest.mark.parametrize("asked", ["b", "B", "vendor/b", "other/B", "VENDOR/B"])
+def test_a_similar_id_is_another_model(asked):
+    payload = {"data": [{"id": "vendor/B", "context_length": 2000}]}
+    assert window_from_models_payload(payload, asked) is None
+
+
+def test_a_lone_llama_cpp_model_says_nothing_about_another_model_name():
+    # issue 20's example: the catalog's 128,000 for gpt-4o-mini, not the file's 8192
+    payload = {"data": [{"id": "/models/qwen.gguf", "meta": {"n_ctx": 8192}}]}
+    assert window_from_models_payload(payload, "gpt-4o-mini") is None
+    assert lookup_model("gpt-4o-mini").context_window == 128_000
+    assert window_from_models_payload(payload, "/models/qwen.gguf").context_window == 8192
+
+
+def test_geminis_models_collection_prefix_names_the_same_model():
+    payload = {"data": [{"id": "models/gemini-2.0-flash", "context_window": 1_048_576}]}
+    assert window_from_models_payload(payload, "gemini-2.0-flash").context_window == 1_048_576
+    assert window_from_models_payload(payload, "models/gemini-2.0-flash").context_window == 1_048_576
+
+
+model_ids = st.text(alphabet="abcdefgz0123456789-./:_ABC", min_size=1, max_size=24)
+
+
+@given(st.lists(st.tuples(model_ids, st.integers(1024, 2_000_000)), max_size=6), model_ids)
+def test_only_an_entry_naming_the_model_gives_its_window(listing, asked):
+    payload = {"data": [{"id": listed, "context_length": window} for listed, window in listing]}
+    info = window_from_models_payload(payload, asked)
+    named = [window for listed, window in listing if listed_id_matches(listed, asked)]
+    assert (info.context_window if info else None) == (named[0] if named else None)
+    assert all(listed in (asked, "models/" + asked) for listed, _ in listing if listed_id_matches(listed, asked))
+
+
+@given(model_ids, st.integers(1024, 2_000_000), st.lists(st.tuples(model_ids, st.integers(1024, 2_000_000)),
+                                                        max_size=6))
+def test_other_models_in_the_listing_never_change_the_window_found(asked, window, others):
+    others = [(listed, w) for listed, w in others if not listed_id_matches(listed, asked)]
+    entries = [{"id": listed, "context_length": w} for listed, w in others]
+    alone = window_from_models_payload({"data": [{"id": asked, "context_length": window}]}, asked)
+    assert window_from_models_payload({"data": [*entries, {"id": asked, "context_length": window}]},
+                                      asked) == alone
+    assert window_from_models_payload({"data": entries}, asked) is None
 
 
 def test_a_listing_without_a_window_is_unknown():
