@@ -101,7 +101,11 @@ SCHEMAS: dict[str, Any] = {
         "summarization": {"type": "string", "description": "queued | none (no turn ended) | pending (not committed "
                           "yet) | not queued: broker unreachable (queued again by the sweep once it answers)"}}},
     "SummaryEvent": {"type": "object", "properties": {
-        "id": {"type": "integer"}, "trigger": {"type": "string"}, "outcome": {"type": "string"}}},
+        "id": {"type": "integer"}, "trigger": {"type": "string"}, "outcome": {"type": "string"},
+        "calls": {"type": "integer", "description": "summarize calls, the offline extractive summarizer's included"},
+        "model_calls": {"type": "integer", "description": "of those, the calls that went to a model"},
+        "summarizer_model": {"type": ["string", "null"], "description": "the model they went to (null: none)"},
+        "model": {"type": "string", "description": "the flow's model, whose tokenizer counted the tokens"}}},
     "Settings": {"type": "object", "properties": {
         "profile": {"type": "string"}, "flow_id": {"type": ["integer", "null"]}, "values": OBJ,
         "fields": {"type": "array", "items": OBJ}, "scope": {"enum": ["defaults", "flow"]}}},

@@ -118,7 +118,18 @@ def event_json(event: SummaryEvent) -> dict[str, Any]:
     fields = ("trigger", "outcome", "reason", "instructions", "bytes_before", "bytes_after", "tokens_before",
               "tokens_after", "calls", "model", "duration_ms", "covered", "raw_seq_to")
     return {"id": event.pk, "chain_id": event.chain_id, **{f: getattr(event, f) for f in fields},
+            **_model_calls(event),
             "view_id": event.view_id, "created_at": _ts(event.created_at), "finished_at": _ts(event.finished_at)}
+
+
+def _model_calls(event: SummaryEvent) -> dict[str, Any]:
+    """`calls` counts summarize calls (the extractive summarizer's too); `model_calls` those that went to a model,
+    `summarizer_model` its name: the figures the events table and the event page show."""
+    annotated = getattr(event, "llm_rows", None)
+    if annotated is None:  # an event fresh from a write (compact now): no annotation, read the rows
+        return {"model_calls": event.llm_calls.count(),
+                "summarizer_model": event.llm_calls.order_by("-model").values_list("model", flat=True).first()}
+    return {"model_calls": annotated, "summarizer_model": getattr(event, "summarizer_model", None)}
 
 
 def settings_json(row: SummarizerSettings) -> dict[str, Any]:

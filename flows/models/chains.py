@@ -243,9 +243,15 @@ class Outcome(models.TextChoices):
 
 class SummaryEventQuerySet(models.QuerySet):
     def newest_with_cost(self) -> SummaryEventQuerySet:
-        """Newest first, each with what its model calls cost (`cost_usd`) and how many there were (`llm_rows`)."""
-        return self.annotate(cost_usd=models.Sum("llm_calls__cost_usd"),
-                             llm_rows=models.Count("llm_calls")).order_by("-id")
+        """Newest first, each with what its model calls cost (`cost_usd`), how many there were (`llm_rows`) and
+        the model they went to (`summarizer_model`, None when the event made no model call)."""
+        return self.with_model_calls().order_by("-id")
+
+    def with_model_calls(self) -> SummaryEventQuerySet:
+        """`cost_usd`, `llm_rows` and `summarizer_model` from the event's LLMCall rows: the one source of an
+        event's model figures for the events table, the event page and the API."""
+        return self.annotate(cost_usd=models.Sum("llm_calls__cost_usd"), llm_rows=models.Count("llm_calls"),
+                             summarizer_model=models.Max("llm_calls__model"))
 
 
 class SummaryEvent(models.Model):

@@ -123,15 +123,18 @@ def _raw_samples(prefix: list[int], upto: int) -> list[int]:
 
 
 def _view_series(history: dict[str, list[dict[str, Any]]], size_key: str, before_key: str) -> list[tuple[int, int]]:
-    """View size per version, with each event's "before" size inserted just before the drop."""
-    keyed: list[tuple[int, int, int]] = []
+    """View size per version, with each event's "before" size inserted just before the drop it led to.
+
+    Ordered by seq, then version, then before/after: two versions at one seq (a compaction right after a
+    summarization) keep their order, so the line ends at the newest version, the size the stat card shows."""
+    keyed: list[tuple[int, int, int, int]] = []
     for e in history["events"]:
         if e[before_key]:
-            keyed.append((e["raw_seq_to"], 0, e[before_key]))
+            keyed.append((e["raw_seq_to"], e.get("view__version") or 0, 0, e[before_key]))
     for v in history["views"]:
-        keyed.append((v["raw_seq_to"], 1, v[size_key]))
+        keyed.append((v["raw_seq_to"], v.get("version", 0), 1, v[size_key]))
     keyed.sort()
-    return [(x, y) for x, _, y in keyed]
+    return [(x, y) for x, _, _, y in keyed]
 
 
 def _grown(view: list[tuple[int, int]], prefix: list[int]) -> list[tuple[int, int]]:
@@ -148,6 +151,13 @@ def _grown(view: list[tuple[int, int]], prefix: list[int]) -> list[tuple[int, in
     return out
 
 
+def _newest(history: dict[str, list[dict[str, Any]]], size_key: str, line: list[tuple[int, int]]) -> int:
+    """The legend's figure: the newest view version's, as on the stat card (the raw chain's before any view)."""
+    if history["views"]:
+        return int(history["views"][-1][size_key])
+    return line[-1][1] if line else 0
+
+
 def bytes_chart(*, history: dict[str, list[dict[str, Any]]], prefix: list[int]) -> Chart:
     last_seq = len(prefix) - 1
     chart = Chart(title="Raw chain vs model view", unit="bytes", x_max=last_seq)
@@ -162,8 +172,8 @@ def bytes_chart(*, history: dict[str, list[dict[str, Any]]], prefix: list[int]) 
     chart.series = [
         {"name": "raw chain", "css": "raw", "points": _scale(chart, raw), "last": raw[-1][1] if raw else 0,
          "marks": _marks(chart, raw, "raw chain")},
-        {"name": "model view", "css": "view", "points": _scale(chart, view), "last": view[-1][1] if view else 0,
-         "marks": _marks(chart, view, "model view")},
+        {"name": "model view", "css": "view", "points": _scale(chart, view),
+         "last": _newest(history, "byte_size", view), "marks": _marks(chart, view, "model view")},
     ]
     return chart
 
@@ -175,7 +185,7 @@ def tokens_chart(*, history: dict[str, list[dict[str, Any]]], last_seq: int, win
     chart.y_max = max([y for _, y in view] + [window or 0])
     chart.empty = not view
     chart.series = [{"name": "view tokens", "css": "view", "points": _scale(chart, view),
-                     "last": view[-1][1] if view else 0, "marks": _marks(chart, view, "view tokens")}]
+                     "last": _newest(history, "token_count", view), "marks": _marks(chart, view, "view tokens")}]
     chart.note = ("The view compacts before a call would not fit: when its tokens plus the reserved output pass "
                   "the window, i.e. when the line crosses the dashed “window − reserved output” line."
                   if window else "The model's window is unknown, so no limit is drawn.")

@@ -241,7 +241,7 @@ def view_history(*, chain: Chain) -> dict[str, list[dict[str, Any]]]:
                  .values("version", "raw_seq_to", "byte_size", "token_count"))
     events = list(SummaryEvent.objects.filter(chain=chain, outcome="ok").order_by("id")
                   .values("id", "raw_seq_to", "bytes_before", "bytes_after", "tokens_before", "tokens_after",
-                          "trigger", "retention"))
+                          "trigger", "retention", "view__version"))
     return {"views": views, "events": events}
 
 
@@ -307,7 +307,7 @@ def events_hidden(*, events: QuerySet[SummaryEvent], only: EventFilter) -> int:
 
 def chain_event_detail(*, chain: Chain, event_id: int) -> tuple[SummaryEvent, list[LLMCall]] | None:
     """One event of the chain and the model calls it made, oldest first; None when it is not this chain's."""
-    event = SummaryEvent.objects.filter(chain=chain, pk=event_id).select_related("view").first()
+    event = SummaryEvent.objects.filter(chain=chain, pk=event_id).with_model_calls().select_related("view").first()
     if event is None:
         return None
     return event, list(LLMCall.objects.filter(event=event).select_related("provider").order_by("id"))

@@ -18,6 +18,19 @@ function badge(text, className) {
   return span;
 }
 
+const num = (n) => Number(n || 0).toLocaleString("en-US"); // as the `num` template filter: 12,345
+
+// The same element the server renders; static/js/times.js formats it like every other time on the page.
+function timeCell(iso) {
+  const td = document.createElement("td");
+  const time = document.createElement("time");
+  time.setAttribute("datetime", iso);
+  time.dataset.fmt = "time";
+  time.textContent = iso.slice(11, 19);
+  td.append(time);
+  return td;
+}
+
 function usageText(usage) {
   if (!usage || typeof usage !== "object") return "–";
   return `${usage.prompt_tokens ?? "–"} / ${usage.completion_tokens ?? "–"}`;
@@ -44,9 +57,9 @@ function renderRow(ev) {
     err.textContent = ev.error.slice(0, 160);
     status.append(err);
   }
-  tr.append(first, cell(new Date().toLocaleTimeString()), mode, cell(ev.model, "small"), status,
-    cell(String(ev.sent_message_count), "num"), cell(String(ev.sent_tokens), "num"), cell(usageText(ev.usage), "num"),
-    cell(String(ev.attempts), "num"), cell(`${ev.latency_ms} ms`, "num"),
+  tr.append(first, timeCell(new Date().toISOString()), mode, cell(ev.model, "small"), status,
+    cell(num(ev.sent_message_count), "num"), cell(num(ev.sent_tokens), "num"), cell(usageText(ev.usage), "num"),
+    cell(String(ev.attempts), "num"), cell(`${num(ev.latency_ms)} ms`, "num"),
     cell(ev.cost_usd ? `$${Number(ev.cost_usd).toFixed(4)}` : "–", "num"));
   return tr;
 }
@@ -58,7 +71,7 @@ function upsert(ev) {
   const row = renderRow(ev);
   const existing = rows.querySelector(`tr[data-call-id="${CSS.escape(String(ev.call_id))}"]`);
   if (existing) {
-    row.cells[1].textContent = existing.cells[1].textContent;
+    row.cells[1].replaceWith(existing.cells[1]); // the call's start time, not the time of its last update
     existing.replaceWith(row);
   } else rows.prepend(row);
 }

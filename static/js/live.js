@@ -89,12 +89,14 @@ function appendMessages(messages) {
   const list = document.getElementById("pending-list");
   let added = 0;
   let grew = 0;
+  const counted = [];
   for (const m of messages.slice().sort((a, b) => a.seq - b.seq)) {
     learnTools(m);
     if (m.seq <= state.lastSeq) continue; // already shown (dedupe by seq)
     if (m.seq !== state.lastSeq + 1) { catchUp(); break; } // a gap: ask the server for what we missed
     state.lastSeq = m.seq;
     grew += m.byte_size || 0;
+    counted.push(m);
     if (live && list && !document.getElementById(`m-${m.seq}`)) {
       list.append(rawRow(m));
       added += 1;
@@ -102,6 +104,7 @@ function appendMessages(messages) {
   }
   if (added && band) band.hidden = false;
   if (grew) growRawLegend(grew);
+  growRawCard(counted);
   if (!live && messages.length) notice(`New messages up to #${state.lastSeq}: open the newest page to see them.`, "", "new");
 }
 
@@ -112,6 +115,34 @@ function growRawLegend(bytes) {
   const total = Number(legend.dataset.liveBytes || 0) + bytes;
   legend.dataset.liveBytes = String(total);
   legend.textContent = `raw chain ${kb(total)}`;
+}
+
+// Tokens as the `ktok` template filter writes them (950 / 12.3k / 1.20M), numbers as `num` (12,345).
+function ktok(n) {
+  if (Math.abs(n) < 1000) return String(n);
+  if (Math.abs(n) < 1000000) return `${(n / 1000).toFixed(1)}k`;
+  return `${(n / 1000000).toFixed(2)}M`;
+}
+
+const num = (n) => n.toLocaleString("en-US");
+
+// The "Raw chain" stat card follows appends with the legend, so the card, the legend and the list agree.
+function growRawCard(added) {
+  const card = document.getElementById("stat-raw");
+  if (!card || !added.length) return;
+  const figures = { bytes: Number(card.dataset.bytes || 0), messages: Number(card.dataset.messages || 0),
+    tokens: Number(card.dataset.tokens || 0) };
+  for (const m of added) {
+    figures.bytes += m.byte_size || 0;
+    figures.tokens += m.token_count || 0;
+  }
+  figures.messages = Math.max(figures.messages, state.lastSeq); // seqs are contiguous from 1: the count is the last
+  const shown = { bytes: kb(figures.bytes), messages: num(figures.messages), tokens: ktok(figures.tokens) };
+  for (const [name, value] of Object.entries(figures)) {
+    card.dataset[name] = String(value);
+    const node = card.querySelector(`[data-fig="${name}"]`);
+    if (node) node.textContent = shown[name];
+  }
 }
 
 async function fetchJSON(url) {

@@ -160,14 +160,18 @@ def page(server: Server):
             dialog.dismiss()
 
         pg.on("dialog", on_dialog)
-        pg.goto(server.url + "/accounts/login/")
-        pg.fill("#id_username", "alice")
-        pg.fill("#id_password", PASSWORD)
-        pg.click("button[type=submit]")
-        pg.wait_for_url(server.url + "/")
+        login(pg, server)
         yield pg
         browser.close()
     assert not dialogs, f"a JavaScript dialog opened: {dialogs}"
+
+
+def login(page, server: Server, username: str = "alice") -> None:
+    page.goto(server.url + "/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(server.url + "/")
 
 
 def screenshot(page, name: str, *, full_page: bool = False) -> Path:

@@ -200,6 +200,24 @@ def test_between_two_versions_the_charted_view_grows_with_the_raw_chain():
                       "model view at seq 6: 120 B"]
 
 
+def test_two_versions_at_one_seq_end_the_line_and_the_legend_at_the_newest_version():
+    """A compaction right after a summarization (same raw seq): the line drops to the newest version's size and the
+    legend says that size, the one the stat card shows; before, the larger (older) size came last."""
+    from flows.pages.charts import bytes_chart, tokens_chart
+
+    prefix = [0, 100, 200, 300, 400]
+    history = {"views": [{"version": 1, "raw_seq_to": 4, "byte_size": 300, "token_count": 90},
+                         {"version": 2, "raw_seq_to": 4, "byte_size": 120, "token_count": 30}],
+               "events": [{"raw_seq_to": 4, "bytes_before": 400, "tokens_before": 110, "view__version": 1},
+                          {"raw_seq_to": 4, "bytes_before": 300, "tokens_before": 90, "view__version": 2}]}
+    by_bytes = bytes_chart(history=history, prefix=prefix).series[1]
+    assert [m["title"] for m in by_bytes["marks"]][-4:] == [
+        "model view at seq 4: 400 B", "model view at seq 4: 300 B", "model view at seq 4: 300 B",
+        "model view at seq 4: 120 B"]
+    assert by_bytes["last"] == 120
+    assert tokens_chart(history=history, last_seq=4, window=None, reserve=0).series[0]["last"] == 30
+
+
 @pytest.mark.parametrize("messages", [[], [{"role": "system", "content": "You are a pentester."}]])
 def test_a_new_chain_with_no_or_one_message_renders(client_for, make_chain, messages):
     chain = make_chain(messages)
