@@ -14,7 +14,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from flows.gateway import GatewayHandler, by_path, sweeper_start  # noqa: E402
-from flows.live import SameOriginValidator, websocket_urlpatterns  # noqa: E402
+from flows.live import HandshakeGate, SameOriginValidator, websocket_urlpatterns  # noqa: E402
 from pentagi_web import daphne_limits  # noqa: E402
 from pentagi_web.body_limits import BodyLimit  # noqa: E402
 from pentagi_web.request_ids import RequestIds  # noqa: E402
@@ -27,6 +27,8 @@ application = ProtocolTypeRouter(
         # The OpenAI-compatible gateway skips the page middleware (see flows/gateway/asgi.py).
         # Bodies over their route's limit are refused before they are read (pentagi_web/body_limits.py).
         "http": RequestIds(BodyLimit(by_path(django_asgi_app, GatewayHandler()))),
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # Handshakes past WS_HANDSHAKES_IN_FLIGHT are told to reconnect before any database work (a storm of
+        # reconnecting tabs would otherwise time out in Daphne unanswered: flows/live/handshakes.py).
+        "websocket": SameOriginValidator(HandshakeGate(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
     }
 )

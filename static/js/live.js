@@ -302,6 +302,14 @@ function tooManyTabs() {
   window.setTimeout(connect, TOO_MANY_RETRY_MS);
 }
 
+// Live once the server says hello; the backoff starts over only then.
+function onLive() {
+  const wasReconnect = state.attempt > 0;
+  state.attempt = 0;
+  setStatus("live", "live");
+  if (wasReconnect) { state.stats.reconnects += 1; catchUp(); refreshPanel(); }
+}
+
 // Half the exponential step plus a random share of the other half: never 0, never in step with other tabs.
 function reconnectDelay(attempt) {
   const step = Math.min(BACKOFF_BASE_MS * 2 ** attempt, BACKOFF_MAX_MS);
@@ -314,16 +322,11 @@ function connect() {
   const proto = window.location.protocol === "https:" ? "wss" : "ws";
   const ws = new WebSocket(`${proto}://${window.location.host}/ws/chains/${r.dataset.chainId}/`);
   state.ws = ws;
-  ws.addEventListener("open", () => {
-    const wasReconnect = state.attempt > 0;
-    state.attempt = 0;
-    setStatus("live", "live");
-    if (wasReconnect) { state.stats.reconnects += 1; catchUp(); refreshPanel(); }
-  });
   ws.addEventListener("message", (msg) => {
     let ev;
     try { ev = JSON.parse(msg.data); } catch { return; }
     if (!ev || typeof ev !== "object") return;
+    if (ev.type === "hello") onLive(); // not on open: a busy server accepts, then closes with 4503
     onEvent(ev);
     // One socket per page: the page's other modules (gateway_calls.js) hear the same frames from here.
     document.dispatchEvent(new CustomEvent("pentagi:live", { detail: ev }));
