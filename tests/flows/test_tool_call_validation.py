@@ -5,6 +5,7 @@ id were accepted; the last made the agent's next result impossible to append (on
 Runs on SQLite by default; with DATABASE_URL=postgres://... the same tests run on PostgreSQL."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -44,3 +45,24 @@ def test_a_call_with_a_200_character_id_and_its_result_both_append(api_client, m
     batch = [*_turn(_call(call_id)), {"role": "tool", "tool_call_id": call_id, "content": "ok"}]
     response = api_client.post(f"/api/chains/{chain.pk}/messages", {"messages": batch})
     assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize(("calls", "answers", "needle"), [
+    ((_call("call_1"), _call("call_1")), ["call_1"], "appears twice in one message"),
+    ((_call("call_1", function=None),), [], "needs a 'function' object"),
+    ((_call("c" * 300),), [], "longer than 200 characters"),
+    ((_call("call_\x00x"),), [], "tool_calls[0].id"),
+    ((_call("call_1"),), ["call_1", "call_1"], "already answered"),
+])
+def test_the_gateway_refuses_the_same_calls_in_openai_json_and_writes_nothing(api_token, calls, answers, needle):
+    from django.test import Client
+
+    from flows.models import GatewayCall
+
+    messages = [*_turn(*calls), *({"role": "tool", "tool_call_id": a, "content": "ok"} for a in answers)]
+    response = Client().post("/v1/chat/completions", json.dumps({"model": "m", "messages": messages}),
+                             content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {api_token}")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and needle in error["message"], error
+    assert Message.objects.count() == 0 and GatewayCall.objects.count() == 0
