@@ -22,12 +22,12 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from celery import current_app
-from django.db import transaction
+from django.db import connection, transaction
 from kombu.exceptions import OperationalError
 
 __all__ = ["SUMMARIZE_CHAIN", "COMPACT_CHAIN", "FIT_CHAIN", "TASK_NAMES", "enqueue", "enqueue_on_commit",
@@ -46,22 +46,25 @@ class BrokerUnreachable(RuntimeError):
     """The task could not be handed to the broker (its connection was refused or timed out)."""
 
 
+Refused = Callable[[], None]  # what the outbox thread runs when the broker refused a task put with it
+
+
 class _Outbox:
     """Tasks to publish, in order, from one daemon thread (started on first use in each process)."""
 
     def __init__(self) -> None:
-        self._items: queue.SimpleQueue[tuple[str, tuple[Any, ...]]] = queue.SimpleQueue()
+        self._items: queue.SimpleQueue[tuple[str, tuple[Any, ...], Refused | None]] = queue.SimpleQueue()
         self._idle = threading.Condition()
         self._unpublished = 0
         self._pid = 0
 
-    def put(self, task_name: str, args: tuple[Any, ...]) -> None:
+    def put(self, task_name: str, args: tuple[Any, ...], refused: Refused | None = None) -> None:
         with self._idle:
             if self._pid != os.getpid():  # first use, or a forked worker child: the parent's thread is not here
                 self._items, self._unpublished, self._pid = queue.SimpleQueue(), 0, os.getpid()
                 threading.Thread(target=self._publish_forever, name="task-outbox", daemon=True).start()
             self._unpublished += 1
-        self._items.put((task_name, args))
+        self._items.put((task_name, args, refused))
 
     def drain(self, timeout: float) -> bool:
         """Wait until everything put so far is published; False on timeout."""
@@ -76,14 +79,29 @@ class _Outbox:
     def _publish_forever(self) -> None:
         items = self._items
         while True:
-            task_name, args = items.get()
+            task_name, args, refused = items.get()
             try:
                 current_app.tasks[task_name].delay(*args)
+            except OperationalError:
+                log.warning("could not queue %s%r: broker unreachable", task_name, args, exc_info=True)
+                _tell(refused)
             except Exception:
                 log.exception("could not queue %s%r", task_name, args)
             with self._idle:
                 self._unpublished -= 1
                 self._idle.notify_all()
+
+
+def _tell(refused: Refused | None) -> None:
+    """Run the caller's record of a refused publish (it writes a row: its connection is closed after)."""
+    if refused is None:
+        return
+    try:
+        refused()
+    except Exception:
+        log.exception("could not record a refused publish")
+    finally:
+        connection.close()
 
 
 _OUTBOX = _Outbox()
@@ -109,18 +127,20 @@ def publishing_in_background() -> Iterator[None]:
         _background.on = previous
 
 
-def enqueue(task_name: str, *args: Any) -> None:
+def enqueue(task_name: str, *args: Any, refused: Refused | None = None) -> bool:
     """Queue the registered task (it honours the app's eager mode, unlike `send_task`); inside
-    `publishing_in_background` the outbox thread publishes it."""
+    `publishing_in_background` the outbox thread publishes it (and runs `refused` if the broker does not answer)
+    and this returns False: not queued yet. Raises BrokerUnreachable when publishing here failed."""
     if task_name not in TASK_NAMES:
         raise ValueError(f"unknown task {task_name!r}")
     if getattr(_background, "on", False) and not current_app.conf.task_always_eager:
-        _OUTBOX.put(task_name, args)
-        return
+        _OUTBOX.put(task_name, args, refused)
+        return False
     try:
         current_app.tasks[task_name].delay(*args)
     except OperationalError as exc:  # kombu's word for a broker connection that failed after its retries
         raise BrokerUnreachable(f"{NOT_QUEUED_REASON} ({exc})") from exc
+    return True
 
 
 def enqueue_on_commit(task_name: str, *args: Any) -> None:

@@ -239,9 +239,9 @@ def after_append(chain_id: int, rows: list[Message], turn_done: bool, result: Ap
                          "last_seq": rows[-1].seq})
     if not turn_done:
         return
-    try:
-        enqueue(SUMMARIZE_CHAIN, chain_id)
-        said = "queued"
+    try:  # in the gateway the outbox thread publishes it, and records a refusal the same way
+        queued = enqueue(SUMMARIZE_CHAIN, chain_id, refused=lambda: not_queued_record(chain_id))
+        said = "queued" if queued else "pending"
     except BrokerUnreachable:
         log.warning("chain %s: its summarization was not queued (broker unreachable)", chain_id, exc_info=True)
         not_queued_record(chain_id)

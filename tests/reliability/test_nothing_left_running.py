@@ -152,10 +152,17 @@ def _redis_on(port: int) -> Iterator[None]:
         proc.wait(timeout=10)
 
 
-def test_with_redis_down_appends_say_so_compaction_is_a_503_and_the_summaries_follow_once_it_is_back(tmp_path):
+def _events(d: Deployment, chain_id: int) -> list[dict]:
+    return _api(d, "GET", f"/api/chains/{chain_id}/events")[1]["events"]
+
+
+def test_with_redis_down_appends_say_so_compaction_is_a_503_and_the_summaries_follow_once_it_is_back(tmp_path,
+                                                                                                      upstream):
     port = free_port()  # nothing listens there: every connection is refused
     broker = f"redis://127.0.0.1:{port}/0"
-    with deployment("services", tmp_path, REDIS_URL=broker, SWEEP_INTERVAL_SECONDS=SWEEP_EVERY) as d:
+    with deployment("services", tmp_path, REDIS_URL=broker, SWEEP_INTERVAL_SECONDS=SWEEP_EVERY,
+                    LLM_SERVER_URL=upstream.url, LLM_SERVER_KEY="sk-up", LLM_SERVER_MODEL=MODEL,
+                    LLM_SERVER_CONTEXT_TOKENS="100000") as d:
         _, flow = _api(d, "POST", "/api/flows", {"title": "no broker"})
         _, agent = _api(d, "POST", f"/api/flows/{flow['id']}/agents", {"agent_type": "pentester"})
         chain_id = agent["chain_id"]
@@ -168,11 +175,22 @@ def test_with_redis_down_appends_say_so_compaction_is_a_503_and_the_summaries_fo
         events = {(e["trigger"], e["outcome"], e["reason"]) for e in listed["events"]}
         assert events == {("turn", "failed", "not queued: broker unreachable"),
                           ("manual", "failed", "not queued: broker unreachable")}
+        # the gateway publishes from its outbox thread, after the agent has its answer: the refusal is recorded
+        upstream.answers[:] = [{"role": "assistant", "content": "port 22 is open"}]
+        client = openai.OpenAI(base_url=d.base + "/v1", api_key=d.token, max_retries=0, timeout=60)
+        raw = client.chat.completions.with_raw_response.create(
+            model=MODEL, messages=[{"role": "system", "content": "You scan."}, {"role": "user", "content": "go"}],
+            tools=TOOLS, extra_headers={"X-Gateway-Mode": "observe"})
+        gateway_chain = int(raw.headers["X-Chain-Id"])
+        _until(lambda: [e for e in _events(d, gateway_chain) if e["reason"] == "not queued: broker unreachable"],
+               "the gateway's refused summarization was not recorded")
         with _redis_on(port):
             d.stack.start_worker()
-            done = _until(lambda: [e for e in _api(d, "GET", f"/api/chains/{chain_id}/events")[1]["events"]
+            done = _until(lambda: [e for e in _events(d, chain_id)
                                    if e["trigger"] == "turn" and e["reason"].endswith("once the broker answered")],
                           "the sweep did not queue the refused summarization again")
+            _until(lambda: [e for e in _events(d, gateway_chain) if e["reason"].endswith("once the broker answered")],
+                   "the sweep did not queue the gateway chain's summarization again")
             assert done[0]["outcome"] == "failed"  # the record of the refusal stays, saying what happened next
             _until(lambda: _rows(d, f"SELECT id FROM flows_chainview WHERE chain_id = {chain_id}"),
                    "the chain was not summarized once the broker was back")
