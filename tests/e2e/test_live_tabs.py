@@ -1,5 +1,6 @@
 """Twelve live tabs: each chain or flow page holds one socket, so a user's cap (here WS_MAX_PER_USER=12) is twelve
-tabs, every one of them live; a thirteenth says why it is not, and comes back once a tab is closed."""
+tabs (eight chain pages, four flow pages), every one of them live and updated by one append; a thirteenth says why
+it is not, and comes back once a tab is closed."""
 from __future__ import annotations
 
 import pytest
@@ -9,6 +10,7 @@ from tests.e2e.test_dashboard import campaign_batches, plain_chain
 
 pytestmark = pytest.mark.browser
 TABS = 12
+FLOW_TABS = 4  # of the twelve: flow pages, the rest chain pages
 
 
 @pytest.fixture(scope="module")
@@ -46,18 +48,26 @@ def test_twelve_tabs_are_live_on_one_socket_each_and_a_thirteenth_says_why_not(c
     flow_id = server.api("GET", f"/api/chains/{chain_id}?limit=1")["flow_id"]
     opened: list[str] = []
     tabs = [context.new_page() for _ in range(TABS)]
-    for i, tab in enumerate(tabs):
+    chain_tabs, flow_tabs = tabs[:TABS - FLOW_TABS], tabs[TABS - FLOW_TABS:]
+    for tab in chain_tabs:
         _watch_sockets(tab, opened)
-        tab.goto(f"{server.url}/flows/{flow_id}/" if i == TABS - 1 else f"{server.url}/chains/{chain_id}/")
-    for tab in tabs[:-1]:
+        tab.goto(f"{server.url}/chains/{chain_id}/")
+    for tab in flow_tabs:
+        _watch_sockets(tab, opened)
+        tab.goto(f"{server.url}/flows/{flow_id}/")
+    for tab in chain_tabs:
         tab.wait_for_selector("#live-status[data-state='live']")
         tab.wait_for_selector("#gateway-calls[data-live=on]")  # the calls table rides on the same socket
-    tabs[-1].wait_for_selector("#timeline-status[data-state='live']")
-    assert len(opened) == TABS, opened  # one socket per page, the flow page's included
+    for tab in flow_tabs:
+        tab.wait_for_selector("#timeline-status[data-state='live']")
+    assert len(opened) == TABS, opened  # one socket per page, the flow pages' included
     batch = campaign_batches(3)[0]
     last = server.append(chain_id, batch)["last_seq"]
-    for tab in tabs[:-1]:
+    for tab in chain_tabs:
         wait_for_js(tab, f"window.pentagiLive.state.lastSeq >= {last}")
+    messages_cell = f"#flow-agents tr:has(a[href='/chains/{chain_id}/']) td:nth-child(2)"
+    for tab in flow_tabs:  # every flow page re-read its agents on the append: the new count, without a reload
+        wait_for_js(tab, f"(document.querySelector(\"{messages_cell}\") || {{}}).textContent === '{last}'")
     extra = context.new_page()
     extra.goto(f"{server.url}/chains/{chain_id}/")
     extra.wait_for_selector("#live-status[data-state='capped']")
