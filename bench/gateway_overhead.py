@@ -9,8 +9,10 @@ the same bodies go straight to the upstream in the same run. Prints p50/p99 of b
 part of it spent summarizing on the request path (GatewayCall.summarize_ms), and the time to the first streamed
 byte. `--wires chat,responses` adds the same rows for `POST /v1/responses` (the history as Responses items,
 stateless: `store: false`, the whole input every call, the upstream's output items resent as they came, as Codex
-does). Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40] [--sizes 10,200] [--modes observe]
-[--think-ms 100] [--no-stream] [--wires chat,responses]
+does); `--wires anthropic` the same for `POST /v1/messages` (the history as Anthropic Messages: the system
+prompt top-level, tool calls as `tool_use` blocks, their results as `tool_result` blocks, to a named Anthropic
+provider). Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40] [--sizes 10,200] [--modes observe]
+[--think-ms 100] [--no-stream] [--wires chat,responses,anthropic]
 """
 from __future__ import annotations
 
@@ -34,6 +36,10 @@ WIRES = ("chat",)
 ANSWER = {"role": "assistant", "content": "Noted; continuing with the next host."}
 OUTPUT_ITEM = {"type": "message", "id": "msg_bench", "role": "assistant", "status": "completed",
                "content": [{"type": "output_text", "text": ANSWER["content"], "annotations": []}]}
+MESSAGE = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "bench-model",
+           "content": [{"type": "text", "text": ANSWER["content"]}], "stop_reason": "end_turn",
+           "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "anthropic": "/v1/messages"}
 RESPONSE = {"id": "resp_bench", "object": "response", "status": "completed", "model": "bench-model",
             "output": [OUTPUT_ITEM], "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}
 
@@ -54,6 +60,8 @@ class Instant(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.path.endswith("/responses"):
             payload, content_type = responses_answer(bool(body.get("stream")))
+        elif self.path.endswith("/messages"):
+            payload, content_type = anthropic_answer(bool(body.get("stream")))
         elif body.get("stream"):
             chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ANSWER["content"]}}]},
                       {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
@@ -88,6 +96,41 @@ def responses_answer(stream: bool) -> tuple[bytes, str]:
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events), "text/event-stream"
 
 
+def anthropic_answer(stream: bool) -> tuple[bytes, str]:
+    """An Anthropic Messages answer: the message, or its stream's events."""
+    if not stream:
+        return json.dumps(MESSAGE).encode(), "application/json"
+    events = [{"type": "message_start", "message": {**MESSAGE, "content": [], "stop_reason": None}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ANSWER["content"]}},
+              {"type": "content_block_stop", "index": 0},
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+               "usage": {"output_tokens": 1}},
+              {"type": "message_stop"}]
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events), "text/event-stream"
+
+
+def as_anthropic(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The chat history as an Anthropic Messages request: tool results and the next user text in one user turn."""
+    turns: list[dict[str, Any]] = []
+    for m in messages[1:]:
+        if m.get("tool_calls"):
+            block: list[dict[str, Any]] = [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                                            "input": json.loads(c["function"]["arguments"])} for c in m["tool_calls"]]
+        elif m["role"] == "tool":
+            block = [{"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}]
+        elif m is ANSWER:
+            block = MESSAGE["content"]  # the upstream's own blocks, resent as they came
+        else:
+            block = [{"type": "text", "text": m["content"]}]
+        role = "assistant" if m["role"] == "assistant" else "user"
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] = [*turns[-1]["content"], *block]
+        else:
+            turns.append({"role": role, "content": block})
+    return {"system": messages[0]["content"], "messages": turns}
+
+
 def as_responses(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The chat history as a Responses request's `instructions` and `input` items."""
     items: list[dict[str, Any]] = []
@@ -105,6 +148,8 @@ def as_responses(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def request_body(wire: str, base: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    if wire == "anthropic":
+        return {**base, "max_tokens": 256, **as_anthropic(messages)}
     return {**base, "messages": messages} if wire == "chat" else {**base, **as_responses(messages)}
 
 
@@ -143,12 +188,13 @@ def pct(values: list[float], q: float) -> float:
 def run_case(server: Server, upstream_port: int, size: int, mode: str, calls: int, stream: bool,
              think: float, wire: str = "chat") -> dict[str, Any]:
     tag = f"{size}-{mode}-{stream}-{wire}-{time.monotonic_ns()}"
-    path = "/v1/chat/completions" if wire == "chat" else "/v1/responses"
+    path = PATHS[wire]
     messages = history(size, tag)
     gw = http.client.HTTPConnection(HOST, server.port, timeout=120)
     up = http.client.HTTPConnection(HOST, upstream_port, timeout=120)
     headers = {"Authorization": f"Bearer {server.token}", "X-Gateway-Mode": mode}
-    base = {"model": "bench-up/bench-model", "stream": stream}
+    provider = "bench-anth" if wire == "anthropic" else "bench-up"
+    base = {"model": f"{provider}/bench-model", "stream": stream}
     *_, chain_id = post(gw, path, request_body(wire, base, messages), headers)  # not timed
     settle(gw, server.token, chain_id)
     gateway, direct, gw_first, up_first = [], [], [], []
@@ -199,7 +245,8 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="chain sizes (default 10,200,2000)")
     parser.add_argument("--modes", default=",".join(MODES), help="modes (default observe,manage)")
     parser.add_argument("--no-stream", action="store_true", help="skip the streaming rows")
-    parser.add_argument("--wires", default=",".join(WIRES), help="wire formats: chat, responses (default chat)")
+    parser.add_argument("--wires", default=",".join(WIRES),
+                        help="wire formats: chat, responses, anthropic (default chat)")
     parser.add_argument("--think-ms", type=float, default=100.0,
                         help="pause before each call, as an agent's own tools and model take; the worker summarizes "
                              "the previous turn meanwhile, as it would between real calls (default 100; 0 makes "
@@ -215,7 +262,8 @@ def main() -> None:
     rows = []
     with Server(db="sqlite", layer="embedded") as server:
         server._manage("shell", "-c", "from flows.models import ProviderConfig; ProviderConfig.objects.create("
-                       f"name='bench-up', kind='openai', base_url='http://{HOST}:{port}/v1')")
+                       f"name='bench-up', kind='openai', base_url='http://{HOST}:{port}/v1')\n"
+                       f"ProviderConfig.objects.create(name='bench-anth', kind='anthropic', base_url='http://{HOST}:{port}')")
         for wire in wires:
             for size in sizes:
                 for mode in modes:

@@ -2,6 +2,7 @@
 enforces the API's rules (window, signed thinking unchanged, tool pairs), in observe and manage mode."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import http.client
 import json
@@ -17,6 +18,7 @@ from flows.engine import messages_to_anthropic
 from tests.fakes import free_port
 from tests.flows.pipeline_live import PYTHON, Stack, api, wait_http
 from tests.gateway.upstream_anthropic import AnthropicUpstream
+from tests.gateway.upstream_base import TRICKLE_SECONDS
 from tests.gateway.upstream_fake import MODEL as SUMMARY_MODEL
 from tests.gateway.upstream_fake import FakeUpstream
 
@@ -61,14 +63,15 @@ class Stand:
         return self.chain(chain_id)
 
 
-@pytest.fixture(scope="module")
-def stand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand]:
+@contextlib.contextmanager
+def running_stand(var_dir: Path, **env: str) -> Iterator[Stand]:
+    """`manage.py run` with the scripted Anthropic upstream as PentAGI's ANTHROPIC_SERVER_URL, `MODEL`'s window
+    set to WINDOW, summaries from a fake OpenAI upstream; `env` adds the server's variables."""
     upstream = AnthropicUpstream(window_tokens=UPSTREAM_WINDOW, api_key=KEY)
     summaries = FakeUpstream(window_tokens=100_000)
-    var_dir: Path = tmp_path_factory.mktemp("anthropic-gateway")
     stack = Stack.create(var_dir, LLM_SERVER_URL=summaries.url, LLM_SERVER_KEY="sk-summaries",
                          LLM_SERVER_MODEL=SUMMARY_MODEL, ANTHROPIC_SERVER_URL=upstream.url + "/v1",
-                         ANTHROPIC_API_KEY=KEY)
+                         ANTHROPIC_API_KEY=KEY, **env)
     try:
         creds = stack.provision()
         stack.manage("shell", "-c", "from flows.models import ModelWindow\n"
@@ -81,6 +84,12 @@ def stand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand]:
         stack.close()
         upstream.close()
         summaries.close()
+
+
+@pytest.fixture(scope="module")
+def stand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand]:
+    with running_stand(tmp_path_factory.mktemp("anthropic-gateway")) as running:
+        yield running
 
 
 def _create(client: anthropic.Anthropic, messages: list[Any], *, stream: bool, **extra: Any) -> Any:
@@ -146,6 +155,19 @@ def test_observe_forwards_the_body_byte_for_byte_and_the_stored_chain_exports_th
     assert reply["content"][0]["type"] == "thinking" and reply["content"][0]["signature"]
 
 
+def test_an_unknown_block_type_reaches_the_upstream_verbatim_and_is_stored_verbatim_in_manage_mode(
+        stand: Stand) -> None:
+    unknown = {"type": "hologram_2031", "payload": {"z": [1, 2]}, "cache_control": {"type": "ephemeral"}}
+    messages: list[Any] = [{"role": "user", "content": [unknown, {"type": "text", "text": "what is on 10.8.8.8?"}]}]
+    raw = stand.client("manage").messages.with_raw_response.create(model=MODEL, max_tokens=256, system=SYSTEM,
+                                                                    messages=messages)  # type: ignore[arg-type]
+    reply = raw.parse()
+    assert stand.upstream.requests[-1]["body"]["messages"][0] == messages[0]
+    stored = stand.settled(int(raw.headers["X-Chain-Id"]))["raw"]
+    assert messages_to_anthropic(stored)["messages"] == [
+        *messages, {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]}]
+
+
 def _post(stand: Stand, path: str, raw: bytes, *, mode: str = "manage",
           **headers: str) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", stand.port, timeout=60)
@@ -202,6 +224,8 @@ def test_a_broken_stream_ends_with_an_anthropic_error_event_and_nothing_is_appen
     assert [m["role"] for m in chain["raw"]] == ["system", "user"]
     call = stand.query(f"list(GatewayCall.objects.filter(chain_id={chain['id']}).values_list('status', flat=True))")
     assert call == ["failed"]
+    error = stand.query(f"GatewayCall.objects.get(chain_id={chain['id']}).error")
+    assert ("message_stop" if fault == "cut" else "message_start") in error
 
 
 def test_count_tokens_forwards_to_the_upstream_endpoint(stand: Stand) -> None:
@@ -245,18 +269,18 @@ def test_an_overflow_is_compacted_with_the_reported_count_and_retried(stand: Sta
     assert attempts and attempts[-1] >= 2
 
 
-def test_a_client_that_hangs_up_cancels_the_upstream_call(stand: Stand) -> None:
-    stand.upstream.faults.append("drip")
-    raw = json.dumps({"model": MODEL, "max_tokens": 64, "stream": True, "system": "s",
-                      "messages": [{"role": "user", "content": "hang up on 10.7.7.7"}]}).encode()
-    conn = http.client.HTTPConnection("127.0.0.1", stand.port, timeout=60)
-    conn.request("POST", "/v1/messages", body=raw, headers={"x-api-key": stand.token, "X-Gateway-Mode": "observe",
-                                                            "Content-Type": "application/json"})
-    response = conn.getresponse()
-    chain_id = int(response.getheader("X-Chain-Id") or 0)
-    assert response.status == 200 and response.readline().startswith(b"event: message_start")
-    conn.sock.close()  # type: ignore[union-attr]
-    conn.close()
+def test_a_client_that_hangs_up_mid_stream_cancels_the_upstream_call(stand: Stand) -> None:
+    """The upstream holds its stream open with pings for half a minute; the SDK client reads the first event
+    and closes: the upstream sees its own connection closed long before its stream would end."""
+    stand.upstream.faults.append("trickle")
+    ended = len(stand.upstream.stream_ends)
+    with stand.client("observe").messages.with_streaming_response.create(
+            model=MODEL, max_tokens=64, stream=True, system="s",
+            messages=[{"role": "user", "content": "hang up on 10.7.7.7"}]) as response:
+        chain_id = int(response.headers["X-Chain-Id"])
+        assert next(response.iter_lines()).startswith("event: message_start")
+    assert stand.upstream.wait_stream_end(ended, timeout=TRICKLE_SECONDS) == "closed"
     chain = stand.settled(chain_id)
-    status = stand.query(f"list(GatewayCall.objects.filter(chain_id={chain_id}).values_list('status', flat=True))")
-    assert status == ["cancelled"] and [m["role"] for m in chain["raw"]] == ["system", "user"]
+    calls = stand.query(f"list(GatewayCall.objects.filter(chain_id={chain_id}).values('status', 'error'))")
+    assert [c["status"] for c in calls] == ["cancelled"] and "hung up" in calls[0]["error"]
+    assert [m["role"] for m in chain["raw"]] == ["system", "user"]  # no half answer appended

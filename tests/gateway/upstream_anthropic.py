@@ -10,8 +10,10 @@ It refuses, with Anthropic's own error JSON and wording:
 - a thinking block whose signature this upstream did not issue for its text (a changed or rebuilt block),
   and, with thinking enabled, an open tool round whose assistant turn does not start with its thinking;
 - a `tool_use` without its `tool_result` in the next turn, and a `tool_result` without its `tool_use`.
-Prompt caching: the prefix up to the last `cache_control` breakpoint (tools -> system -> messages) is
-written on first sight and read when a later request starts with it (`cache_read_input_tokens`).
+Prompt caching as Anthropic counts it (`_cache`): every breakpoint's prefix (tools -> system -> messages) is
+an entry; `cache_read_input_tokens` is the longest prefix of the request an earlier request marked,
+`cache_creation_input_tokens` the rest up to the last breakpoint; `cache_log` keeps them per answer.
+(Anthropic's minimum cacheable length and its 20-block lookback are not modelled.)
 Faults ("overloaded" 529, "ratelimit" 429, "too_large" 413, "error_event" mid-stream, and the base's
 "drip" / "cut" / "garbage") script the next answer.
 """
@@ -22,12 +24,13 @@ import json
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from flows.engine import FormatError, make_extractive, request_tokens
+from flows.engine import FormatError, make_extractive, request_tokens, text_tokens
 from tests.gateway.upstream_base import ScriptedUpstream, sign
 from tests.gateway.wire_events import anthropic_events
 
 MODEL = "claude-scripted-1"
 COUNT_MODEL = "gpt-4o"  # o200k: a provider's tokenizer is never exactly the gateway's estimate
+SUMMARY_MARKS = ("<summary>", "**summarized content:**", "execute_task_and_return_summary")
 FAULT_STATUS = {"overloaded": (529, "overloaded_error", "Overloaded"),
                 "ratelimit": (429, "rate_limit_error", "Number of request tokens has exceeded your per-minute "
                                                        "rate limit"),
@@ -83,11 +86,22 @@ def _cache_sequence(body: dict[str, Any]) -> list[dict[str, Any]]:
     return blocks + [b for turn in body.get("messages") or [] for b in _blocks(turn.get("content"))]
 
 
+def _summary_prefix(turns: list[dict[str, Any]]) -> str:
+    """The turns up to the first one carrying a summary (the gateway's or PentAGI's forms), as JSON; "" when none:
+    requests with the same one were sent between the same two compactions."""
+    for i, turn in enumerate(turns):
+        if any(mark in json.dumps(turn.get("content")) for mark in SUMMARY_MARKS):
+            return json.dumps(turns[:i + 1], sort_keys=True)
+    return ""
+
+
 class AnthropicUpstream(ScriptedUpstream):
     def __init__(self, window_tokens: int = 30_000, api_key: str | None = None) -> None:
         super().__init__(window_tokens=window_tokens, api_key=api_key)
         self.url = f"http://127.0.0.1:{self.port}"  # Anthropic clients append /v1/messages themselves
         self.cached: set[str] = set()
+        self.block_tokens: dict[str, int] = {}
+        self.cache_log: list[dict[str, Any]] = []  # per answer: its cache counts and the summary it began with
         self.turn = 0
 
     def error_body(self, status: int, kind: str, message: str, **extra: Any) -> dict[str, Any]:
@@ -151,13 +165,19 @@ class AnthropicUpstream(ScriptedUpstream):
         read, written = self._cache(body)
         usage = {"input_tokens": max(prompt - read - written, 0), "output_tokens": 12 + turn % 5,
                  "cache_creation_input_tokens": written, "cache_read_input_tokens": read}
+        with self.lock:
+            self.cache_log.append({"read": read, "written": written, "input": usage["input_tokens"],
+                                   "summary": _summary_prefix(body["messages"])})
         return {"id": f"msg_{self.port}_{turn:04d}", "type": "message", "role": "assistant",
                 "model": body.get("model") or MODEL, "content": blocks,
                 "stop_reason": "tool_use" if blocks[-1]["type"] == "tool_use" else "end_turn", "stop_sequence": None,
                 "usage": usage}
 
     def _cache(self, body: dict[str, Any]) -> tuple[int, int]:
-        """(tokens read from the cache, tokens written to it) for the request's marked prefix."""
+        """(tokens read from the cache, tokens written to it), as Anthropic's prompt caching counts them: each
+        breakpoint's prefix (tools -> system -> messages, up to the marked block) is a cache entry; the read is
+        the longest prefix of this request that an earlier request marked, the write everything from there to
+        this request's last breakpoint (a new entry per breakpoint)."""
         sequence = _cache_sequence(body)
         marks = [i for i, b in enumerate(sequence) if isinstance(b, dict) and "cache_control" in b]
         if body.get("cache_control") and sequence:
@@ -169,9 +189,21 @@ class AnthropicUpstream(ScriptedUpstream):
             text = json.dumps({k: v for k, v in block.items() if k != "cache_control"}, sort_keys=True)
             digest.update(text.encode())
             digests.append(digest.hexdigest())
-            sizes.append(request_tokens({"messages": [{"role": "user", "content": text}]}, "anthropic",
-                                        model=COUNT_MODEL).messages)
+            sizes.append(self._block_tokens(block, text))
         with self.lock:
             hit = max((i + 1 for i, d in enumerate(digests) if d in self.cached), default=0)
             self.cached.update(digests[i] for i in marks)
         return sum(sizes[:hit]), sum(sizes[hit:])
+
+    def _block_tokens(self, block: dict[str, Any], text: str) -> int:
+        """A block's tokens: its text (or thinking, a tool's name and input, a result's content), else its JSON."""
+        found = self.block_tokens.get(text)
+        if found is None:
+            payload = block.get("text", block.get("thinking"))
+            if block.get("type") == "tool_use":
+                payload = f"{block.get('name')} {json.dumps(block.get('input'))}"
+            elif block.get("type") == "tool_result":
+                payload = json.dumps(block.get("content"))
+            found = text_tokens(payload if isinstance(payload, str) else text, model=COUNT_MODEL)
+            self.block_tokens[text] = found
+        return found

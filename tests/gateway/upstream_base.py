@@ -3,7 +3,10 @@
 Like upstream_fake.FakeUpstream (a stdlib `ThreadingHTTPServer` in a daemon thread), for the Anthropic and
 Responses upstreams: each keeps every request it got (`requests`: raw bytes, parsed body, headers), answers
 JSON or SSE, and takes the next answer's fault from `faults` ("drip": events slowly, "cut": the stream ends
-before its terminal event, "garbage": bytes that are not the format, and each upstream's own).
+before its terminal event, "garbage": bytes that are not the format, "trickle": after the first event only
+keep-alive pings for up to TRICKLE_SECONDS, then the rest, and each upstream's own). How each stream ended is
+kept in `stream_ends` ("complete", "cut", "garbage", or "closed" when the client's connection went away
+mid-stream); `wait_stream_end` waits for one.
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from tests.gateway.wire_events import sse
 
 SECRET = b"scripted-upstream-signing-key"
 DRIP_SECONDS = 0.05
+TRICKLE_SECONDS = 30.0  # long enough that only a closed connection ends a "trickle" stream early
+PING = {"type": "ping"}
 
 
 def sign(text: str) -> str:
@@ -35,7 +40,9 @@ class ScriptedUpstream:
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
         self.faults: list[str] = []
+        self.stream_ends: list[str] = []
         self.lock = threading.Lock()
+        self.ended = threading.Condition(self.lock)
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,21 +102,38 @@ class ScriptedUpstream:
         handler.end_headers()
         handler.wfile.write(body)
 
-    @staticmethod
-    def stream(handler: BaseHTTPRequestHandler, events: list[dict[str, Any]], *, fault: str,
+    def stream(self, handler: BaseHTTPRequestHandler, events: list[dict[str, Any]], *, fault: str,
                terminal: Callable[[dict[str, Any]], bool]) -> None:
-        """SSE for `events`; "drip" spaces them out, "cut" stops before the terminal event, "garbage" sends HTML."""
+        """SSE for `events`; "drip" spaces them out, "cut" stops before the terminal event, "garbage" sends HTML,
+        "trickle" holds the stream open with pings; a write to a client that went away ends it as "closed"."""
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
         handler.send_header("Connection", "close")
         handler.end_headers()
         if fault == "garbage":
             handler.wfile.write(b"<html><body>502 Bad Gateway</body></html>\n\n")
-            return
-        for event in events:
-            if fault == "cut" and terminal(event):
-                return
-            handler.wfile.write(sse([event]))
-            handler.wfile.flush()
-            if fault == "drip":
-                time.sleep(DRIP_SECONDS)
+            return self._stream_ended("garbage")
+        if fault == "trickle":
+            events = [*events[:1], *[PING] * int(TRICKLE_SECONDS / DRIP_SECONDS), *events[1:]]
+        try:
+            for event in events:
+                if fault == "cut" and terminal(event):
+                    return self._stream_ended("cut")
+                handler.wfile.write(sse([event]))
+                handler.wfile.flush()
+                if fault in ("drip", "trickle"):
+                    time.sleep(DRIP_SECONDS)
+        except (BrokenPipeError, ConnectionResetError):
+            return self._stream_ended("closed")
+        self._stream_ended("complete")
+
+    def _stream_ended(self, how: str) -> None:
+        with self.ended:
+            self.stream_ends.append(how)
+            self.ended.notify_all()
+
+    def wait_stream_end(self, after: int, timeout: float) -> str | None:
+        """How the first stream that ends after the first `after` ones ended, None if none did in time."""
+        with self.ended:
+            self.ended.wait_for(lambda: len(self.stream_ends) > after, timeout=timeout)
+            return self.stream_ends[after] if len(self.stream_ends) > after else None
