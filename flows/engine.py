@@ -59,6 +59,7 @@ from summarizer import (
     registered_compaction_providers,
     request_tokens,
     responses_output_messages,
+    responses_resumable,
     responses_to_messages,
     retention_of,
     schema_tokens,
@@ -100,6 +101,7 @@ __all__ = [
     # the wire formats the gateway speaks besides Chat Completions (Anthropic Messages, OpenAI Responses)
     "anthropic_to_messages", "messages_to_anthropic", "anthropic_response_message", "anthropic_response_content",
     "responses_to_messages", "messages_to_responses", "responses_output_messages", "messages_to_responses_output",
+    "responses_resumable",
     "request_tokens", "RequestTokens",
     # settings: one declaration per engine setting, PentAGI's boolean parser, the window check
     "SUMMARIZER_SETTINGS", "SettingSpec", "parse_bool", "window_check",

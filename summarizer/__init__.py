@@ -70,6 +70,7 @@ from summarizer.formats.responses import (
     messages_to_responses,
     messages_to_responses_output,
     responses_output_messages,
+    responses_resumable,
     responses_to_messages,
 )
 from summarizer.identifiers import extract_findings, extract_identifiers, is_case_insensitive_id, missing_identifiers
@@ -112,6 +113,7 @@ __all__ = [
     # the wire formats: requests and answers <-> our messages, losslessly, and a request's token breakdown
     "anthropic_to_messages", "messages_to_anthropic", "anthropic_response_message", "anthropic_response_content",
     "responses_to_messages", "messages_to_responses", "responses_output_messages", "messages_to_responses_output",
+    "responses_resumable",
     "request_tokens", "RequestTokens",
     # message sizes and text, tool-call ids, identifiers (what the app stores and shows)
     "content_text", "message_size", "chain_bytes", "detect_id_template", "extract_identifiers",

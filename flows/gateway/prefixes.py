@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["EMPTY_HASH", "normalised", "message_digest", "extend_hash", "prefix_hashes", "root_index",
-           "Match", "best_match", "HistoryMemo"]
+           "Match", "best_match", "HistoryMemo", "Conversion", "per_item"]
 
 EMPTY_HASH = ""
 
@@ -68,17 +68,45 @@ def _common_prefix(a: list[Any], b: list[Any]) -> int:
     return i
 
 
+Msg = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """How a wire's items (Chat messages, Responses input items, Anthropic turns) become our messages.
+
+    `tail(items, start, before)`: our messages for `items[start:]`, where `before` are the messages `items[:start]`
+    made (start 0: the whole request). `resumes(items, at)`: whether the messages of `items[:at]` are final
+    whatever follows (`items[at]` begins a message of its own and nothing after it changes an earlier one), so
+    converting the rest after them is exactly converting the whole; None when each item is exactly one message
+    of its own (Chat Completions), so every prefix resumes.
+    """
+
+    tail: Callable[[list[Any], int, list[Msg]], list[Msg]]
+    resumes: Callable[[list[Any], int], bool] | None = None
+
+
+def per_item(convert: Callable[[Any, int], Msg]) -> Conversion:
+    """The conversion of a wire whose every item is one message: `convert(item, index)`, a pure function."""
+    return Conversion(lambda items, start, before: [convert(m, i) for i, m in enumerate(items[start:], start)])
+
+
 @dataclass
 class _Seen:
-    raw: list[Any]  # the messages as they came (parsed JSON)
-    stored: list[dict[str, Any]]  # what `convert` made of each
+    raw: list[Any]  # the items as they came (parsed JSON)
+    stored: list[Msg]  # what the conversion made of them
     hashes: list[str]  # prefix_hashes(stored)
+    marks: tuple[tuple[int, int], ...]  # (items, messages): stored[:messages] is exactly what raw[:items] makes
 
 
-def _root_key(raw: list[Any]) -> str:
-    """Identifies a history by its start up to the first user message (the same root as `root_index`)."""
+_MARKS = 32  # the newest request ends of a history kept as places a resend may continue from
+
+
+def _root_key(raw: list[Any], scope: Any) -> str:
+    """Identifies a history by its start up to the first user message (the same root as `root_index`), within
+    `scope` (what else the conversion reads: Responses' `instructions`, Anthropic's `system`)."""
     end = next((i for i, m in enumerate(raw) if isinstance(m, dict) and m.get("role") == "user"), 0)
-    return json.dumps(raw[:end + 1], ensure_ascii=False, sort_keys=True, default=repr)
+    return json.dumps([scope, raw[:end + 1]], ensure_ascii=False, sort_keys=True, default=repr)
 
 
 class HistoryMemo:
@@ -86,29 +114,56 @@ class HistoryMemo:
     hashes (a bounded LRU). Agents resend their whole history on every call; with the memo only what a resend
     adds is converted and hashed, the rest is one C-level comparison with the previous request.
 
-    Only ever a shortcut: what is reused belongs to messages equal to the remembered ones, and `convert` must be
-    a pure function of (message, index), so the result is exactly converting and hashing afresh.
+    Only ever a shortcut: what is reused belongs to items equal to the remembered ones and ends where the
+    conversion `resumes`; the conversion must be a pure function of the items (and `scope`), so the result is
+    exactly converting and hashing afresh. A tail that fails is converted again whole, so an error is the one
+    the whole request gives (its index, its wording).
     """
 
     def __init__(self, size: int = 32) -> None:
         self.size, self.lock = size, threading.Lock()
         self.items: OrderedDict[str, _Seen] = OrderedDict()
 
-    def derive(self, raw: list[Any], convert: Callable[[Any, int], dict[str, Any]]) -> tuple[
-            list[dict[str, Any]], list[str]]:
-        key = _root_key(raw)
+    def derive(self, raw: list[Any], conversion: Conversion | Callable[[Any, int], Msg], scope: Any = None
+               ) -> tuple[list[Msg], list[str]]:
+        convert = conversion if isinstance(conversion, Conversion) else per_item(conversion)
+        key = _root_key(raw, scope)
         with self.lock:
             seen = self.items.get(key)
-        known = _common_prefix(seen.raw, raw) if seen is not None else 0
-        stored = (seen.stored[:known] if seen is not None else []) + [
-            convert(message, index) for index, message in enumerate(raw[known:], start=known)]
-        hashes = prefix_hashes(stored, seen.hashes[:known] if seen is not None else None)
+        items, count = _reusable(seen, raw, convert)
+        known = seen.stored[:count] if seen is not None else []
+        stored, reused = _converted(raw, convert, items, known)
+        hashes = prefix_hashes(stored, seen.hashes[:count] if seen is not None and reused else None)
+        marks = tuple(m for m in seen.marks if m[0] <= items) if seen is not None and reused else ()
         with self.lock:
-            self.items[key] = _Seen(raw, stored, hashes)
+            self.items[key] = _Seen(raw, stored, hashes, (*marks, (len(raw), len(stored)))[-_MARKS:])
             self.items.move_to_end(key)
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
         return stored, hashes
+
+
+def _reusable(seen: _Seen | None, raw: list[Any], convert: Conversion) -> tuple[int, int]:
+    """(items, messages) of the remembered request that this one continues: 0, 0 when none."""
+    if seen is None:
+        return 0, 0
+    common = _common_prefix(seen.raw, raw)
+    if convert.resumes is None:
+        return common, common
+    for items, count in reversed(seen.marks):
+        if items <= common and (items == len(raw) or convert.resumes(raw, items)):
+            return items, count
+    return 0, 0
+
+
+def _converted(raw: list[Any], convert: Conversion, items: int, known: list[Msg]) -> tuple[list[Msg], bool]:
+    """The request's messages, and whether the remembered ones were reused (the first `items` items)."""
+    if items:
+        try:
+            return known + convert.tail(raw, items, known), True
+        except Exception:  # noqa: BLE001 - converted whole below: the error the whole request gives
+            pass
+    return convert.tail(raw, 0, []), False
 
 
 def root_index(messages: list[dict[str, Any]]) -> int:

@@ -14,11 +14,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from flows.engine import FormatError, messages_to_responses, responses_output_messages, responses_to_messages
+from flows.engine import (
+    FormatError,
+    messages_to_responses,
+    responses_output_messages,
+    responses_resumable,
+    responses_to_messages,
+)
+from flows.gateway.prefixes import Conversion, HistoryMemo, prefix_hashes
 from flows.gateway.wire import GatewayError, check_model, json_object, with_model
 
-__all__ = ["ResponsesRequest", "parse_responses_request", "conversation", "issued_calls", "upstream_json",
-           "with_previous", "answer_message", "with_ids", "response_object"]
+__all__ = ["ResponsesRequest", "parse_responses_request", "conversation", "stateless_conversation",
+           "items_conversion", "issued_calls", "upstream_json", "with_previous", "answer_message", "with_ids",
+           "response_object"]
 
 Msg = dict[str, Any]
 _OPTIONAL_TYPES: dict[str, tuple[type, ...]] = {"stream": (bool,), "store": (bool,), "instructions": (str,),
@@ -75,6 +83,30 @@ def conversation(request: ResponsesRequest, history: list[Msg]) -> list[Msg]:
         rest = history[1:] if history[0]["role"] == "system" else history
         return [new[0], *rest, *new[1:]]
     return [*history, *new]
+
+
+_HISTORIES = HistoryMemo()  # a stateless resend (the whole input every call) converts and hashes what it adds
+
+
+def stateless_conversation(request: ResponsesRequest) -> tuple[list[Msg], list[str]]:
+    """`conversation(request, [])` and its prefix hashes, for a request that continues no stored response:
+    through the memo when its input is items, so a resend converts only the items it adds."""
+    items = request.body["input"]
+    if not isinstance(items, list):
+        messages = conversation(request, [])
+        return messages, prefix_hashes(messages)
+    return _HISTORIES.derive(items, items_conversion(request), scope=request.body.get("instructions"))
+
+
+def items_conversion(request: ResponsesRequest) -> Conversion:
+    """How a stateless request's input items become our messages, for the memo: whole as `conversation` does;
+    the items a resend adds after the calls issued before them, from where `responses_resumable` allows."""
+    def tail(items: list[Any], start: int, before: list[Msg]) -> list[Msg]:
+        if not start:
+            return conversation(request, [])
+        return responses_to_messages({"input": items[start:]}, issued=issued_calls(before), first=False)
+
+    return Conversion(tail, responses_resumable)
 
 
 def upstream_json(request: ResponsesRequest, model: str, messages: list[Msg] | None) -> bytes:

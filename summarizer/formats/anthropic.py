@@ -17,6 +17,7 @@ block without its signature, a malformed known block) raises FormatError; unknow
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from summarizer.formats.anthropic_blocks import (
@@ -45,17 +46,25 @@ ROLES = ("user", "assistant", "system")
 
 # ----------------------------------------------------------------------------------------------- import
 
-def anthropic_to_messages(doc: Any) -> list[Message]:
-    """Our messages for an Anthropic request (or any object with its `system` and `messages`)."""
+def anthropic_to_messages(doc: Any, *, issued: Iterable[str] = (), follows: Message | None = None
+                          ) -> list[Message]:
+    """Our messages for an Anthropic request (or any object with its `system` and `messages`).
+
+    Each turn converts on its own given what came before it: a continuation (the turns a resend adds) passes
+    the call ids issued before (`issued`) and the last message before it (`follows`), and gets exactly the
+    messages converting the whole request would give for those turns (error indexes count from its first)."""
     _require(isinstance(doc, dict) and isinstance(doc.get("messages"), list),
              "an Anthropic request needs a 'messages' list")
     out: list[Message] = []
     if doc.get("system") is not None:
         out.append(_system_message(doc["system"]))
-    issued = IssuedCalls()
+    calls = IssuedCalls()
+    for call_id in issued:
+        calls.issue(call_id)
     for index, turn in enumerate(doc["messages"]):
-        messages = _turn(turn, index, issued, first=not out)
-        if out and out[-1]["role"] == "tool" and messages and messages[0]["role"] in ("tool", "user"):
+        last = out[-1] if out else follows
+        messages = _turn(turn, index, calls, first=last is None)
+        if last is not None and last["role"] == "tool" and messages and messages[0]["role"] in ("tool", "user"):
             messages[0].setdefault(KEY, {})["new_turn"] = True  # it would join the results before it
         out.extend(messages)
     return out

@@ -38,7 +38,7 @@ from summarizer.formats.responses_items import (
 from summarizer.formats.wire import IssuedCalls, extension, merge_blocks, with_extension
 
 __all__ = ["KEY", "responses_to_messages", "messages_to_responses", "responses_output_messages",
-           "messages_to_responses_output", "looks_responses"]
+           "messages_to_responses_output", "looks_responses", "responses_resumable"]
 
 KEY = "responses"
 Message = dict[str, Any]
@@ -137,6 +137,23 @@ def responses_to_messages(doc: Any, *, issued: Iterable[str] = (), first: bool =
     for call_id in issued:
         calls.issue(call_id)
     return out + _messages(items, calls, first=first and not out)
+
+
+def responses_resumable(items: list[Any], at: int) -> bool:
+    """Whether the messages of `items[:at]` are final whatever follows: `items[at]` starts a message of its own
+    (an item after it joins that message or a later one) and something before it made a message. Then
+    `responses_to_messages` of all the items is that of `items[:at]` followed by that of `items[at:]` with the
+    calls issued before and `first=False` (how a resend converts only what it adds). True when `items[at]` is
+    user, system or developer input or a call output, or follows one; an item that may join the run before it
+    (assistant-side, opaque) is False."""
+    if not 0 < at < len(items) or not all(isinstance(i, dict) for i in (items[at - 1], items[at])):
+        return False
+    item, before = items[at], items[at - 1]
+    if not _mapped(item):
+        return False
+    if not _assistant_side(item):
+        return any(isinstance(i, dict) and _mapped(i) for i in items[:at])
+    return _mapped(before) and not _assistant_side(before)
 
 
 def responses_output_messages(items: Any) -> list[Message]:

@@ -20,6 +20,7 @@ PUBLIC_NAMES = {
     "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT",
     "anthropic_to_messages", "messages_to_anthropic", "anthropic_response_message", "anthropic_response_content",
     "responses_to_messages", "messages_to_responses", "responses_output_messages", "messages_to_responses_output",
+    "responses_resumable",
     "request_tokens", "RequestTokens", "observed_context_limit",
     "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
 }

@@ -18,20 +18,22 @@ import httpx2
 
 from flows.engine import FormatError, anthropic_response_message, anthropic_to_messages, validate_messages
 from flows.gateway import upstream
-from flows.gateway.prefixes import prefix_hashes
+from flows.gateway.prefixes import Conversion, HistoryMemo
 from flows.gateway.protocols.anthropic_manage import anthropic_view_body
 from flows.gateway.protocols.base import ExtraTokens, Msg, Protocol, StreamReader, StreamResult, tools_and_reserve
+from flows.gateway.responses_wire import issued_calls
 from flows.gateway.streams import AnthropicStream, SseParser
 from flows.gateway.wire import MAX_BODY_BYTES, GatewayError, WireRequest
 from flows.ingest import bearer_value
 from flows.models import ProviderConfig, ProviderKind
 
 __all__ = ["AnthropicProtocol", "ANTHROPIC", "API_VERSION", "FORWARDED_HEADERS", "error_kind", "anthropic_error",
-           "parse_messages_request", "messages_url", "upstream_headers", "upstream_count_tokens"]
+           "parse_messages_request", "turns_conversion", "messages_url", "upstream_headers", "upstream_count_tokens"]
 
 API_VERSION = "2023-06-01"  # sent when the agent names none
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta")
+_HISTORIES = HistoryMemo()  # a resend converts and hashes only the turns it adds
 _KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
           404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
 
@@ -66,8 +68,7 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def parse_messages_request(raw: bytes) -> tuple[dict[str, Any], list[Msg]]:
-    """The body and our messages for a Messages (or count_tokens) request; GatewayError 400 when invalid."""
+def _checked_body(raw: bytes) -> dict[str, Any]:
     body = _json_object(raw)
     model, messages = body.get("model"), body.get("messages")
     if not isinstance(model, str) or not model.strip():
@@ -76,10 +77,42 @@ def parse_messages_request(raw: bytes) -> tuple[dict[str, Any], list[Msg]]:
         raise GatewayError(400, "messages: must be a non-empty list", code="invalid_messages")
     if not isinstance(body.get("stream", False), bool):
         raise GatewayError(400, "stream: must be a boolean", code="invalid_stream")
+    return body
+
+
+def parse_messages_request(raw: bytes) -> tuple[dict[str, Any], list[Msg]]:
+    """The body and our messages for a Messages (or count_tokens) request; GatewayError 400 when invalid."""
+    body = _checked_body(raw)
+    return body, _messages_of(body)
+
+
+def _messages_of(body: dict[str, Any]) -> list[Msg]:
     try:
-        return body, anthropic_to_messages(body)
+        return anthropic_to_messages(body)
     except FormatError as exc:
         raise GatewayError(400, f"messages: {exc}", code="invalid_messages") from None
+
+
+def _every_turn_resumes(turns: list[Any], at: int) -> bool:
+    return True  # a turn's messages depend only on the calls issued before it and the message before it
+
+
+def turns_conversion(body: dict[str, Any]) -> Conversion:
+    """How a request's turns become our messages, for the memo: whole as `parse_messages_request` does; the
+    turns a resend adds after the calls issued before them and the message before them."""
+    def tail(turns: list[Any], start: int, before: list[Msg]) -> list[Msg]:
+        if not start:
+            return _messages_of(body)
+        return anthropic_to_messages({"messages": turns[start:]}, issued=issued_calls(before), follows=before[-1])
+
+    return Conversion(tail, _every_turn_resumes)
+
+
+def _memo_parse(raw: bytes) -> tuple[dict[str, Any], list[Msg], list[str]]:
+    """`parse_messages_request` and the prefix hashes, through the memo: a resend converts only its new turns."""
+    body = _checked_body(raw)
+    messages, hashes = _HISTORIES.derive(body["messages"], turns_conversion(body), scope=body.get("system"))
+    return body, messages, hashes
 
 
 class _AnthropicStream(StreamReader):
@@ -125,11 +158,10 @@ class AnthropicProtocol(Protocol):
         return found or bearer_value(_header(headers, "authorization"))
 
     def parse(self, raw: bytes, headers: Mapping[str, str], query: str) -> WireRequest:
-        body, messages = parse_messages_request(raw)
+        body, messages, hashes = _memo_parse(raw)
         forward = {name: value for name in FORWARDED_HEADERS if (value := _header(headers, name))}
         return WireRequest(body=body, raw=raw, model=str(body["model"]).strip(), messages=messages,
-                           stream=body.get("stream", False), hashes=prefix_hashes(messages), forward=forward,
-                           query=query)
+                           stream=body.get("stream", False), hashes=hashes, forward=forward, query=query)
 
     def extra_tokens(self, request: WireRequest) -> ExtraTokens:
         return tools_and_reserve(request.body.get("tools"), request.body.get("max_tokens"),

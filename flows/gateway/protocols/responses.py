@@ -29,6 +29,7 @@ from flows.gateway.responses_wire import (
     conversation,
     parse_responses_request,
     response_object,
+    stateless_conversation,
     upstream_json,
     with_ids,
     with_previous,
@@ -159,11 +160,13 @@ class ResponsesProtocol(Protocol):
         of `user`'s), then this request's input."""
         call = _call(request)
         wire = _wire(call)
-        if wire.previous_id is not None:
-            call.previous = resolve_previous(user, wire.previous_id)
-        history = call.previous.messages if call.previous is not None else []
+        if wire.previous_id is None:
+            call.messages, call.hashes = stateless_conversation(wire)
+            return call
+        call.previous = resolve_previous(user, wire.previous_id)
+        history = call.previous.messages
         call.messages = conversation(wire, history)
-        known = call.previous.hashes if call.previous is not None and call.messages[:len(history)] == history else None
+        known = call.previous.hashes if call.messages[:len(history)] == history else None
         call.hashes = prefix_hashes(call.messages, known)
         return call
 
