@@ -127,8 +127,9 @@ def test_another_users_or_an_unknown_previous_response_id_is_a_404_and_nothing_i
     assert (len(upstream.calls()), gateway.query("GatewayCall.objects.count()")) == before
 
 
-def _bulky_input(rounds: int) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = [{"role": "user", "content": "overflow check"}]
+def _bulky_input(rounds: int, label: str = "") -> list[dict[str, Any]]:
+    # a label per test keeps two tests' requests apart: the same input twice is a retry of the first call
+    items: list[dict[str, Any]] = [{"role": "user", "content": f"overflow check {label}".strip()}]
     for turn in range(rounds):
         items += [{"type": "function_call", "call_id": f"call_o{turn}", "name": "run_command",
                    "arguments": json.dumps({"cmd": f"nmap {turn}"})},
@@ -144,7 +145,7 @@ def test_an_overflow_is_compacted_and_retried_also_when_reported_inside_a_stream
         upstream.faults.append("failed_overflow")
     seen = len(upstream.calls())
     response, chain_id = respond(_client(gateway), stream=stream, headers={"X-Gateway-Mode": "observe"},
-                                 input=_bulky_input(10), store=False)
+                                 input=_bulky_input(10, f"stream={stream}"), store=False)
     assert response.status == "completed" and response.output[0].type == "function_call"
     sent = upstream.calls()[seen:]
     assert len(sent) == 2 and not _fits(sent[0]) and _fits(sent[1])

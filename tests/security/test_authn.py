@@ -10,12 +10,18 @@ from django.db import connections
 from django.test import Client
 
 from flows.live import websocket_urlpatterns
+from flows.models import ProviderConfig
 from pentagi_web.asgi import application
 from tests.security.urls_enum import PUBLIC_PREFIXES, all_routes, fill
 
 pytestmark = pytest.mark.django_db
 LOGIN_PAGES = ("/accounts/login/", "/admin/login/")
 MIN_ROUTES = 20  # the API, the pages and the admin: far more than this; fewer means the walk broke
+
+
+def _provider_id() -> int:
+    """A real upstream, so the staff providers pages (/providers/{provider_id}/...) resolve to an object."""
+    return ProviderConfig.objects.create(name="sweep", base_url="http://127.0.0.1:9/v1", model="m").pk
 
 
 @pytest.fixture
@@ -25,7 +31,7 @@ def ids(make_chain, tool_round) -> dict[str, str]:
     return {"flow_id": flow.pk, "chain_id": chain.pk, "seq": 1, "profile": "agent", "rest": "anything",
             "app_label": "flows", "object_id": flow.pk, "model_name": "flow", "content_type_id": 1,
             "url": "flows/flow/", "id": 1, "event_id": 1, "fmt": "openai", "call_id": 1,
-            "response_id": "resp_" + "0" * 48}
+            "response_id": "resp_" + "0" * 48, "provider_id": _provider_id()}
 
 
 def _protected(ids: dict[str, str]) -> list[str]:

@@ -8,6 +8,7 @@ import re
 import pytest
 from django.test import Client
 
+from flows.models import ProviderConfig
 from pentagi_web.security import CONTENT_SECURITY_POLICY
 from tests.security.urls_enum import all_routes, fill
 
@@ -18,13 +19,18 @@ MIN_PAGES = 20
 STRICTEST_POLICY = "default-src 'none'"
 
 
+def _provider_id() -> int:
+    """A real upstream, so the staff providers pages (/providers/{provider_id}/...) resolve to an object."""
+    return ProviderConfig.objects.create(name="sweep", base_url="http://127.0.0.1:9/v1", model="m").pk
+
+
 @pytest.fixture
 def ids(make_chain, tool_round, staff_user) -> dict[str, object]:
     chain = make_chain(tool_round, owner=staff_user)
     flow = chain.agent.flow
     return {"flow_id": flow.pk, "chain_id": chain.pk, "seq": 1, "profile": "agent", "rest": "anything",
             "app_label": "flows", "object_id": flow.pk, "model_name": "flow", "content_type_id": 1,
-            "url": "flows/flow/", "id": 1}
+            "url": "flows/flow/", "id": 1, "provider_id": _provider_id()}
 
 
 def _responses(client: Client, ids: dict[str, object]) -> list[tuple[str, object]]:
