@@ -4,7 +4,8 @@ background work that runs them.
 Runs go one way: `view_records`, `summarizers`, `memory`, `hooks` -> `runs` (state, events, the saved view) ->
 `fitting` -> `compaction` -> `summarization` / `preview`; `tasks` are the Celery tasks, `embedded_worker` a
 worker in a thread, `recovery` what a stopped worker left, `llm/` the model callables, `call_guard` the bound
-and offline fallback of the summarizing a gateway call does.
+and offline fallback of the summarizing a gateway call does; `window_replay` what the window-aware strategy
+would have spent on a chain's history (its replay, for the chain and flow pages).
 """
 from flows.pipeline.call_guard import FAIL, OFFLINE, CallGuard, guarding
 from flows.pipeline.compaction import active_bytes, chain_compact, chain_request_compaction
@@ -26,6 +27,12 @@ from flows.pipeline.summarization import chain_summarize
 from flows.pipeline.summarizers import set_summarizer_factory, use_summarizer_factory
 from flows.pipeline.tasks import RELAYED_TASKS
 from flows.pipeline.view_records import seq_ranges
+from flows.pipeline.window_replay import (
+    WindowEstimate,
+    window_estimate,
+    window_estimates_clear,
+    window_estimates_wait,
+)
 
 __all__ = [
     "MIN_OUTPUT_TOKENS", "Budget", "RequestNeeds", "fit_budget", "CallGuard", "guarding", "OFFLINE", "FAIL",
@@ -35,4 +42,5 @@ __all__ = [
     "not_queued_requeue", "preview_warm",
     "preview_warm_later", "preview_warm_wait", "seq_ranges", "set_summarizer_factory", "start_embedded_worker",
     "use_summarizer_factory", "view_current", "window_for", "window_info", "serving_route",
+    "WindowEstimate", "window_estimate", "window_estimates_clear", "window_estimates_wait",
 ]
