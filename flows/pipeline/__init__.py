@@ -5,7 +5,8 @@ Runs go one way: `view_records`, `summarizers`, `memory`, `hooks` -> `runs` (sta
 `fitting` and `dry_run` (a compaction computed, kept for its apply) -> `compaction` -> `summarization` /
 `preview`; `tasks` are the Celery tasks, `embedded_worker` a worker in a thread, `recovery` what a stopped worker
 left, `llm/` the model callables, `call_guard` the bound and offline fallback of the summarizing a gateway call
-does.
+does; `window_replay` what the window-aware strategy would have spent on a chain's history (its replay, for the
+chain and flow pages).
 """
 from flows.pipeline.call_guard import FAIL, OFFLINE, CallGuard, guarding
 from flows.pipeline.compaction import (
@@ -34,6 +35,12 @@ from flows.pipeline.summarization import chain_summarize
 from flows.pipeline.summarizers import set_summarizer_factory, use_summarizer_factory
 from flows.pipeline.tasks import RELAYED_TASKS
 from flows.pipeline.view_records import seq_ranges
+from flows.pipeline.window_replay import (
+    WindowEstimate,
+    window_estimate,
+    window_estimates_clear,
+    window_estimates_wait,
+)
 
 __all__ = [
     "MIN_OUTPUT_TOKENS", "Budget", "RequestNeeds", "fit_budget", "CallGuard", "guarding", "OFFLINE", "FAIL",
@@ -44,4 +51,5 @@ __all__ = [
     "not_queued_requeue", "preview_warm",
     "preview_warm_later", "preview_warm_wait", "seq_ranges", "set_summarizer_factory", "start_embedded_worker",
     "use_summarizer_factory", "view_current", "window_for", "window_info", "serving_route",
+    "WindowEstimate", "window_estimate", "window_estimates_clear", "window_estimates_wait",
 ]

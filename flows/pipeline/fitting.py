@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flows.config import settings_values
-from flows.engine import ContextTooLarge, fit_to_window
+from flows.engine import STRATEGIES, ContextTooLarge, fit_to_window
 from flows.models import Outcome, SummarizerSettings, SummaryEvent, Trigger
 from flows.pipeline import view_records as records
 from flows.pipeline.call_guard import current_guard
@@ -34,9 +34,8 @@ from flows.pipeline.runs import (
 )
 from flows.pipeline.summarizers import SummarizeFn, summarizer_for
 
-__all__ = ["hook_before", "policy_options", "compute_step", "memory_flush_step",
-           "run_fit", "fit_step", "chain_fit", "fit_reason",
-           "tokens_words"]
+__all__ = ["hook_before", "policy_options", "restores", "compute_step", "memory_flush_step", "run_fit", "fit_step",
+           "chain_fit", "fit_reason", "tokens_words"]
 
 Msg = dict[str, Any]
 
@@ -50,6 +49,12 @@ def policy_options(row: SummarizerSettings) -> dict[str, Any]:
     """Identifier policy and compaction provider of a settings row, as the engine's keyword arguments."""
     return {"identifier_policy": row.identifier_policy, "identifier_instructions": row.identifier_instructions,
             "provider": row.compaction_provider or None}
+
+
+def restores(row: SummarizerSettings) -> bool:
+    """Whether a fit starts with the restore profile (PentAGI's passes again): not under the window strategy,
+    whose own passes have just run on the view, so a restore would only repeat their calls."""
+    return row.strategy != STRATEGIES[1]  # "window"
 
 
 def tokens_words(n: int) -> str:
@@ -155,7 +160,7 @@ def run_fit(state: ChainState, event: SummaryEvent, messages: list[Msg], lineage
         return fit_to_window(messages, window_tokens=window_tokens, summarize=summarize, model=state.model or None,
                              reserve_tokens=reserve_tokens, keep_recent_tokens=row.keep_recent_tokens,
                              force=event.trigger == Trigger.OVERFLOW, observed_tokens=observed_tokens,
-                             **policy_options(row))
+                             restore=restores(row), **policy_options(row))
 
     step = compute_step(state, step, messages, lineage, run)
     if step.outcome == Outcome.OK:
