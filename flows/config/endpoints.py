@@ -317,9 +317,12 @@ def _discover_once(provider: ProviderConfig, model: str) -> None:
     discover_window(provider, model)
 
 
-def _override(model: str) -> ModelWindow | None:
-    """An operator's window for the model (admin, or LLM_SERVER_CONTEXT_TOKENS), whichever provider serves it."""
-    return ModelWindow.objects.filter(model=model, provider__isnull=True).exclude(source=SOURCE_DISCOVERED).first()
+def _override(*names: str) -> ModelWindow | None:
+    """An operator's window for the model (admin, or LLM_SERVER_CONTEXT_TOKENS), whichever provider serves it;
+    of several names of one model, the first that has one (one query)."""
+    rows = {row.model: row for row in ModelWindow.objects.filter(model__in=names, provider__isnull=True)
+            .exclude(source=SOURCE_DISCOVERED)}
+    return next((rows[name] for name in names if name in rows), None)
 
 
 def _discovered(provider: ProviderConfig, model: str, discover: bool) -> ModelWindow | None:
@@ -345,10 +348,14 @@ def model_window_for(*, flow: Flow | None = None, model: str | None = None, prov
     provider = provider or provider_for(flow=flow)
     if not model and flow is not None:
         model = flow.model_name or (provider.model if provider is not None else "")
-    model = routed_model_id(provider, model or "") if provider is not None else (model or "").strip()
+    ref = (model or "").strip()
+    model = routed_model_id(provider, ref) if provider is not None else ref
     if not model:
         return None, None, "unknown"
-    row = _override(model)
+    # an override written as agents name the model on that provider ("demo/pentest-agent-16k", the demo's own) is
+    # the most specific; else the id the provider serves it under
+    prefixed = f"{provider.name}/{model}" if provider is not None else ref
+    row = _override(*dict.fromkeys((prefixed, ref, model)))
     if row is not None:
         return row.context_window, row.max_output_tokens, f"override ({row.source})"
     row = _discovered(provider, model, discover) if provider is not None else None

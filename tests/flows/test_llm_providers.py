@@ -184,6 +184,19 @@ def test_an_override_wins_over_every_providers_discovery(fake_endpoint):
     assert model_window_for(model="qwen-local", provider=routed) == (20000, None, "override (admin)")
 
 
+def test_an_override_named_as_the_agent_names_the_model_applies_to_the_routed_call(fake_endpoint, flow):
+    """The demo stores its window as "demo/pentest-agent-16k" (the model its agent asks for); the gateway routes
+    that to provider demo, model "pentest-agent-16k": the window must still be known there, else nothing fits the
+    view before the call and the demo's upstream refuses an overflow nothing recovers from."""
+    routed = make_provider(fake_endpoint.url, name="lab")  # its listing reports no window
+    ModelWindow.objects.create(model="lab/qwen-local", context_window=16384, source="demo")
+    assert model_window_for(model="lab/qwen-local", provider=routed) == (16384, None, "override (demo)")
+    # as a gateway call's route names it (the provider, and the id it serves): the same window
+    assert model_window_for(flow=flow, provider=routed, model="qwen-local")[0] == 16384
+    ModelWindow.objects.create(model="qwen-local", context_window=8192, source="admin")
+    assert model_window_for(flow=flow, provider=routed, model="qwen-local")[0] == 16384  # the named one wins
+
+
 def test_a_bare_model_id_asks_no_endpoint(fake_endpoint):
     fake_endpoint.models_payload = {"data": [{"id": "qwen-local", "context_length": 40960}]}
     make_provider(fake_endpoint.url, name="lab")
