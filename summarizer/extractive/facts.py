@@ -40,6 +40,11 @@ _NEGATIVE_RE = re.compile(r"\b(?:no\s+(?:\w+\s+){0,3}(?:found|detected|returned|
 _POSITIVE_RE = re.compile(r"(?<!not )\b(?:excellent|great|success\w*|succeeded|worked|works|got|obtained|cracked|pwn3d|"
                           r"compromised|dumped)\b", re.IGNORECASE)
 _VERSION_RE = re.compile(r"\bversion\b|\bv\d+\.\d+|\b[A-Za-z][\w-]+/\d+\.\d+", re.IGNORECASE)
+# A service and its version as banners print them: "vsftpd 2.3.4", "OpenSSH 7.2p2", "Apache httpd 2.4.49".
+_SERVICE_VERSION_RE = re.compile(r"\b[A-Za-z][\w.-]{2,}(?: [A-Za-z][\w.-]+)? v?\d+\.\d+(?:\.\d+|p\d+)+\b")
+# A policy or configuration value, one `key = value` (or `key: value`) a line, the key one token:
+# "MinimumPasswordLength = 5", "LockoutBadCount: 0", "ms-DS-MachineAccountQuota = 10".
+_SETTING_RE = re.compile(r"^\s*[A-Za-z][\w.-]{2,60}\s*(?:=|:)\s*[^\s=:][^=]{0,60}$")
 _CONSTRAINT_RE = re.compile(r"\b(?:must|never|do not|don't|only|avoid|ignore|scope|not allowed|forbidden|rule|"
                             r"should not|prefer\w*)\b", re.IGNORECASE)
 _DECISION_RE = re.compile(r"\b(?:decid\w+|chose|choose|instead|because|plan\w*|switch\w*|focus\w*|approach|"
@@ -147,6 +152,7 @@ def score(line: str) -> int:
     value += 10 if any(not is_noise_class(i) for i in extract_identifiers(line, limit=3)) else 0
     value += 15 if is_strong(line) else 0
     value += 12 if is_error(line) else 0
+    value += 10 if _SERVICE_VERSION_RE.search(line) or _SETTING_RE.match(line) else 0  # what a host runs and is set to
     return value + (5 if _VERSION_RE.search(line) else 0)
 
 
