@@ -177,6 +177,9 @@ def env_number(name: str, default: float, *, minimum: float, whole: bool = False
 
 GATEWAY_DB_THREADS = int(env_number("GATEWAY_DB_THREADS", 4, minimum=1, whole=True))
 GATEWAY_DB_CONN_MAX_AGE = env_number("GATEWAY_DB_CONN_MAX_AGE", 300.0, minimum=0)
+# The same for an agent's API requests with a bearer token (appends, catch-up, chain reads: flows/api/asgi.py,
+# flows/core/db_threads.py); their connections are kept for GATEWAY_DB_CONN_MAX_AGE seconds too.
+API_DB_THREADS = int(env_number("API_DB_THREADS", 4, minimum=1, whole=True))
 # Every server process closes calls and events left "running" and removes half-written imports this often
 # (flows/gateway/sweep.py); 0 turns the sweep off (the test process does: its tests run the sweep themselves).
 SWEEP_INTERVAL_SECONDS = env_number("SWEEP_INTERVAL_SECONDS", 30.0, minimum=0)

@@ -1,7 +1,6 @@
 """/api/chains/{id}: read the chain (raw, view, sections, stats), append, catch up, events, compact, preview."""
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 
 from flows.api.errors import ApiError, not_found
@@ -9,7 +8,7 @@ from flows.api.selectors import chain_events, chain_messages, chain_visible
 from flows.api.serializers import chain_page_json, chain_view_json, event_json, message_json
 from flows.api.views_flows import json_object
 from flows.config import settings_for, settings_validate, settings_values
-from flows.core import BrokerUnreachable, instructions_problem
+from flows.core import BrokerUnreachable, db_run, instructions_problem
 from flows.ingest import chain_append
 from flows.models import Chain
 from flows.pages import chain_context_json
@@ -48,16 +47,16 @@ async def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
     after = _int_param(request, "after_seq", 0, lo=0, hi=MAX_SEQ)
     limit = _int_param(request, "limit", DEFAULT_PAGE_MESSAGES, lo=1, hi=MAX_PAGE_MESSAGES)
     view_offset = _int_param(request, "view_offset", 0, lo=0, hi=MAX_SEQ)
-    chain = await sync_to_async(get_chain)(request, chain_id)
-    out = await sync_to_async(chain_page_json)(chain, after_seq=after, limit=limit)
+    chain = await db_run(get_chain, request, chain_id)
+    out = await db_run(lambda: chain_page_json(chain, after_seq=after, limit=limit))
     first = "after_seq" not in request.GET
     if first or "view_offset" in request.GET:  # later raw pages carry raw messages and stats only
-        view_part, view_stats = await sync_to_async(chain_view_json)(chain, out["stats"], offset=view_offset,
-                                                                     limit=limit)
+        view_part, view_stats = await db_run(lambda: chain_view_json(chain, out["stats"], offset=view_offset,
+                                                                     limit=limit))
         out.update(view_part)
         out["stats"].update(view_stats)
     if first:
-        out["context"] = await sync_to_async(chain_context_json)(chain)
+        out["context"] = await db_run(chain_context_json, chain)
     return JsonResponse(out)
 
 
