@@ -18,6 +18,7 @@ from flows.core.events import (
     broadcast,
     group_name,
     group_notify,
+    layer_message,
 )
 from flows.core.params import parse_id
 from flows.core.queue import (
@@ -73,7 +74,7 @@ __all__ = [
     "PROFILES", "PRUNING_MODES", "Relay", "SECRET_HEADER", "SETTINGS_FIELDS", "SUMMARIZE_CHAIN", "abroadcast",
     "bind_event_loop", "broadcast", "db_run", "enqueue", "enqueue_on_commit", "env_fallback", "group_name",
     "group_notify",
-    "instructions_problem", "json_body", "local_url", "lone_surrogate_path", "model_help", "parse_id",
+    "instructions_problem", "json_body", "layer_message", "local_url", "lone_surrogate_path", "model_help", "parse_id",
     "plain_text_problem", "pooled_db_threads",
     "publishing_in_background", "relay_connect", "relay_current", "relay_install", "server_publish", "server_secret",
     "server_unpublish", "storable_json", "storable_text",
