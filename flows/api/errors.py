@@ -132,7 +132,7 @@ def api_endpoint(methods: dict[str, Callable[..., HttpResponse]]) -> Callable[..
 
 def api_endpoint_async(methods: Mapping[str, Callable[..., Awaitable[Any]]]) -> Callable[..., Any]:
     """api_endpoint for coroutine handlers. Under ASGI Django cancels an async view when the client disconnects,
-    so a handler that does its work in several sync_to_async steps stops at the next step instead of finishing
+    so a handler that does its work in several `db_run` steps stops at the next step instead of finishing
     work nobody will read (a thread step itself cannot be interrupted, so keep each one bounded)."""
 
     @csrf_exempt

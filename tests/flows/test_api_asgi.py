@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from asgiref import sync as asgiref_sync
-from django.db import connection
+from django.db import connection, connections
 
 from flows.api import bearer_api
 from flows.core import db_threads
@@ -54,15 +54,17 @@ async def _call(method: str, path: str, token: str, payload: Any = None) -> tupl
     return start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}, json.loads(data or b"null")
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def one_api_thread(settings: Any) -> Iterator[None]:
-    """A pool of one thread, so consecutive requests are known to run on the same thread."""
+    """A pool of one thread, so consecutive requests are known to run on the same thread; its kept connection is
+    closed afterwards (else PostgreSQL's test database could not be dropped)."""
     settings.API_DB_THREADS = 1
     saved, db_threads._pool = db_threads._pool, None
     try:
         yield
     finally:
         if db_threads._pool is not None:
+            db_threads._pool.submit(connections.close_all).result()
             db_threads._pool.shutdown(wait=True)
         db_threads._pool = saved
 
@@ -83,7 +85,7 @@ def _turn(n: int) -> list[dict[str, Any]]:
     return [{"role": "user", "content": f"scan {n}"}, {"role": "assistant", "content": f"done {n}"}]
 
 
-def test_a_bearer_append_is_one_thread_hop_on_a_kept_connection(agent_chain: tuple[str, int], one_api_thread: None,
+def test_a_bearer_append_is_one_thread_hop_on_a_kept_connection(agent_chain: tuple[str, int],
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     token, chain_id = agent_chain
     hops: Counter[str] = Counter()
