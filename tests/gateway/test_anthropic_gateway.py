@@ -14,10 +14,10 @@ from typing import Any
 import anthropic
 import pytest
 
-from flows.engine import messages_to_anthropic
+from flows.engine import messages_to_anthropic, request_tokens
 from tests.fakes import free_port
 from tests.flows.pipeline_live import PYTHON, Stack, api, wait_http
-from tests.gateway.upstream_anthropic import AnthropicUpstream
+from tests.gateway.upstream_anthropic import COUNT_MODEL, AnthropicUpstream
 from tests.gateway.upstream_base import TRICKLE_SECONDS
 from tests.gateway.upstream_fake import MODEL as SUMMARY_MODEL
 from tests.gateway.upstream_fake import FakeUpstream
@@ -181,17 +181,40 @@ def _post(stand: Stand, path: str, raw: bytes, *, mode: str = "manage",
         conn.close()
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize("fault,status,kind", [("overloaded", 529, "overloaded_error"),
                                                ("ratelimit", 429, "rate_limit_error")])
 def test_overloaded_and_rate_limits_pass_through_and_never_compact(stand: Stand, fault: str, status: int,
-                                                                   kind: str) -> None:
+                                                                   kind: str, stream: bool) -> None:
+    """Even with a history that a compaction could shrink: compacting cannot fix them."""
     stand.upstream.faults.append(fault)
     before = len(stand.upstream.requests)
+    messages = _tool_rounds(f"{fault} {stream} on 10.2.2.2", 4, RESULT[:1500])
     with pytest.raises(anthropic.APIStatusError) as caught:
-        stand.client("manage").messages.create(model=MODEL, max_tokens=256, system=SYSTEM,
-                                               messages=[{"role": "user", "content": f"{fault} 10.2.2.2"}])
+        stand.client("manage").messages.create(model=MODEL, max_tokens=256, system=SYSTEM, tools=TOOLS,
+                                               messages=messages, stream=stream)  # type: ignore
     assert caught.value.status_code == status and caught.value.body["error"]["type"] == kind  # type: ignore
     assert len(stand.upstream.requests) == before + 1  # no compaction, no retry
+    chain_id = int(caught.value.response.headers["X-Chain-Id"])
+    call = _call_record(stand, chain_id)
+    assert call["status"] == "failed" and call["attempts"] == 1
+    assert not stand.query(f"SummaryEvent.objects.filter(chain_id={chain_id}, trigger='overflow').exists()")
+
+
+def test_an_overloaded_error_event_mid_stream_reaches_the_agent_and_is_not_compacted(stand: Stand) -> None:
+    stand.upstream.faults.append("error_event")
+    before = len(stand.upstream.requests)
+    raw = json.dumps({"model": MODEL, "max_tokens": 64, "stream": True, "system": "s",
+                      "messages": [{"role": "user", "content": "overloaded mid-stream on 10.2.2.3"}]}).encode()
+    status, headers, body = _post(stand, "/v1/messages", raw)
+    events = body.strip().split(b"\n\n")
+    assert status == 200 and events[0].startswith(b"event: message_start")
+    assert [e for e in events if e.startswith(b"event: error")] == [events[-1]]  # the upstream's, once, last
+    assert json.loads(events[-1].split(b"data: ", 1)[1])["error"]["type"] == "overloaded_error"
+    assert len(stand.upstream.requests) == before + 1
+    chain = stand.settled(int(headers["X-Chain-Id"]))
+    assert [m["role"] for m in chain["raw"]] == ["system", "user"]  # no half answer appended
+    assert _call_record(stand, chain["id"])["status"] == "failed"
 
 
 @pytest.mark.parametrize("content,needle", [
@@ -248,25 +271,78 @@ def test_a_rewritten_history_continues_in_a_successor_chain_with_a_rewrite_event
     assert "client-rewrite" in events
 
 
-def test_an_overflow_is_compacted_with_the_reported_count_and_retried(stand: Stand) -> None:
-    messages: list[Any] = [{"role": "user", "content": "overflow test on 10.6.6.6"}]
-    for i in range(14):
+def _tool_rounds(task: str, rounds: int, result: str = RESULT) -> list[Any]:
+    messages: list[Any] = [{"role": "user", "content": task}]
+    for i in range(rounds):
         messages += [{"role": "assistant", "content": [
                          {"type": "text", "text": f"Scanning port range {i}."},
-                         {"type": "tool_use", "id": f"toolu_ov_{i:02d}", "name": "terminal",
+                         {"type": "tool_use", "id": f"toolu_r{i:02d}", "name": "terminal",
                           "input": {"cmd": f"nmap -p {i} 10.6.6.6"}}]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_ov_{i:02d}",
-                                                   "content": RESULT}]}]
+                     {"role": "user", "content": [{"type": "tool_result", "content": result,
+                                                   "tool_use_id": f"toolu_r{i:02d}"}]}]
+    return messages
+
+
+def _observed_call(stand: Stand, messages: list[Any], *faults: str) -> tuple[Any, list[dict[str, Any]], int]:
+    """One observe-mode call with `faults` scripted: the answer, what reached the upstream, the chain id."""
+    stand.upstream.faults[:] = list(faults)
     before = len(stand.upstream.requests)
-    raw = stand.client("observe").messages.with_raw_response.create(model=MODEL, max_tokens=256, system=SYSTEM,
-                                                                    tools=TOOLS, messages=messages)  # type: ignore
-    assert raw.parse().content
-    sent = stand.upstream.requests[before:]
-    assert len(sent) >= 2 and len(sent[-1]["body"]["messages"]) < len(messages)
-    chain_id = int(raw.headers["X-Chain-Id"])
+    try:
+        raw = stand.client("observe").messages.with_raw_response.create(
+            model=MODEL, max_tokens=256, system=SYSTEM, tools=TOOLS, messages=messages)  # type: ignore
+    finally:
+        stand.upstream.faults.clear()
+    sent = [r for r in stand.upstream.requests[before:] if r["body"].get("tools")]  # not the summary calls
+    return raw, sent, int(raw.headers["X-Chain-Id"])
+
+
+def _call_record(stand: Stand, chain_id: int) -> dict[str, Any]:
     stand.settled(chain_id)
-    attempts = stand.query(f"list(GatewayCall.objects.filter(chain_id={chain_id}).values_list('attempts', flat=True))")
-    assert attempts and attempts[-1] >= 2
+    return stand.query(f"GatewayCall.objects.filter(chain_id={chain_id}).values('status', 'attempts', 'budget')"
+                       ".order_by('-pk').first()")
+
+
+def test_an_overflow_is_compacted_with_the_reported_count_and_retried(stand: Stand) -> None:
+    messages = _tool_rounds("overflow test on 10.6.6.6", 14)
+    raw, sent, chain_id = _observed_call(stand, messages)
+    assert raw.parse().content
+    assert len(sent) >= 2 and len(sent[-1]["body"]["messages"]) < len(messages)
+    assert _call_record(stand, chain_id)["attempts"] >= 2
+
+
+def test_a_413_request_too_large_is_compacted_and_retried_once(stand: Stand) -> None:
+    messages = _tool_rounds("413 test on 10.6.6.7", 8, RESULT[:1500])  # fits: only the 413 refuses it
+    raw, sent, chain_id = _observed_call(stand, messages, "too_large")
+    assert raw.parse().content and len(sent) == 2
+    assert sent[0]["body"]["messages"] == messages  # the agent's own history first (observe)
+    assert len(json.dumps(sent[1]["body"]["messages"])) < len(json.dumps(sent[0]["body"]["messages"]))
+    call = _call_record(stand, chain_id)
+    assert call["status"] == "ok" and call["attempts"] == 2
+    assert stand.query(f"SummaryEvent.objects.filter(chain_id={chain_id}, trigger='overflow').count()") == 1
+
+
+def test_the_count_a_prompt_is_too_long_error_quotes_is_what_the_retry_is_fitted_with(stand: Stand) -> None:
+    """The upstream quotes twice the prompt it really counted: the retry is fitted with the provider/tiktoken
+    ratio learned from that count (about twice the one learned from earlier answers), and fits."""
+    learned = stand.query(f"TokenRatio.objects.filter(model={MODEL!r}).values_list('ratio', flat=True).first()")
+    messages = _tool_rounds("too long test on 10.6.6.8", 8, RESULT[:1500])
+    raw, sent, chain_id = _observed_call(stand, messages, "too_long")
+    assert raw.parse().content and len(sent) == 2
+    upstream_count = [request_tokens(r["body"], "anthropic", model=COUNT_MODEL).prompt for r in sent]
+    assert upstream_count[0] > 0.6 * WINDOW > upstream_count[1]
+    call = _call_record(stand, chain_id)
+    assert call["attempts"] == 2 and call["budget"]["ratio"] >= 1.5 * (learned or 1.0)
+
+
+def test_overflow_retries_stop_after_three_and_the_upstreams_413_comes_back(stand: Stand) -> None:
+    messages = _tool_rounds("413 forever on 10.6.6.9", 14)
+    before = len(stand.upstream.requests)
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        _observed_call(stand, messages, *["too_large"] * 6)
+    assert caught.value.status_code == 413
+    assert caught.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+    tries = [r for r in stand.upstream.requests[before:] if r["body"].get("tools")]
+    assert 2 <= len(tries) <= 4  # the first attempt and at most 3 retries (fewer when a compaction cannot shrink)
 
 
 def test_a_client_that_hangs_up_mid_stream_cancels_the_upstream_call(stand: Stand) -> None:
