@@ -37,8 +37,9 @@ RESULT = "PORT STATE SERVICE\n" + "".join(f"{p}/tcp open ssh OpenSSH 8.9p1 Ubunt
 
 
 class Stand:
-    def __init__(self, stack: Stack, port: int, token: str, upstream: AnthropicUpstream) -> None:
-        self.stack, self.token, self.upstream = stack, token, upstream
+    def __init__(self, stack: Stack, port: int, creds: dict[str, str], upstream: AnthropicUpstream) -> None:
+        self.stack, self.upstream = stack, upstream
+        self.token, self.session = creds["token"], creds["session"]  # an API token, a logged-in session id
         self.base = f"http://127.0.0.1:{port}"
         self.port = port
 
@@ -79,7 +80,7 @@ def running_stand(var_dir: Path, **env: str) -> Iterator[Stand]:
         port = free_port()
         proc = stack.start("run", [PYTHON, "manage.py", "run", "--no-demo", "--port", str(port)])
         wait_http(f"http://127.0.0.1:{port}/accounts/login/", proc, stack.log("run"))
-        yield Stand(stack, port, creds["token"], upstream)
+        yield Stand(stack, port, creds, upstream)
     finally:
         stack.close()
         upstream.close()
@@ -140,19 +141,30 @@ def test_a_20_turn_tool_loop_with_thinking_stays_in_one_chain_and_every_request_
 
 
 def test_observe_forwards_the_body_byte_for_byte_and_the_stored_chain_exports_the_blocks(stand: Stand) -> None:
+    """Two calls of a tool round; the flow's export in the `anthropic` format (the API's download) gives back the
+    system and every turn as the agent and the upstream wrote them: signed thinking, tool_use, a tool_result
+    with block content and is_error, cache_control markers, the answer's text."""
     messages: list[Any] = [{"role": "user", "content": [{"type": "text", "text": "observe 10.1.1.1",
                                                          "cache_control": {"type": "ephemeral"}}]}]
     body = {"model": MODEL, "max_tokens": 512, "system": SYSTEM, "tools": TOOLS, "thinking": THINKING,
             "messages": messages, "metadata": {"user_id": "u-1"}, "x_vendor": {"kept": True}}
-    raw = (json.dumps(body, indent=3) + "\n").encode()
-    status, headers, answer = _post(stand, "/v1/messages", raw, mode="observe")
-    assert status == 200 and stand.upstream.requests[-1]["raw"] == raw
-    reply = json.loads(answer)
-    stored = stand.settled(int(headers["X-Chain-Id"]))["raw"]
-    exported = messages_to_anthropic(stored)
-    assert exported["system"] == SYSTEM
-    assert exported["messages"] == [*messages, {"role": "assistant", "content": reply["content"]}]
-    assert reply["content"][0]["type"] == "thinking" and reply["content"][0]["signature"]
+    for _call in range(2):
+        raw = (json.dumps({**body, "messages": messages}, indent=3) + "\n").encode()
+        status, headers, answer = _post(stand, "/v1/messages", raw, mode="observe")
+        assert status == 200 and stand.upstream.requests[-1]["raw"] == raw
+        reply = json.loads(answer)
+        assert reply["content"][0]["type"] == "thinking" and reply["content"][0]["signature"]
+        messages.append({"role": "assistant", "content": reply["content"]})
+        if reply["content"][-1]["type"] == "tool_use":
+            messages.append({"role": "user", "content": [{
+                "type": "tool_result", "tool_use_id": reply["content"][-1]["id"], "is_error": True,
+                "content": [{"type": "text", "text": "nmap: host <10.1.1.1> seems down"}]}]})
+    chain_id = int(headers["X-Chain-Id"])
+    stand.settled(chain_id)
+    exported = api(stand.base, "GET", f"/api/flows/{headers['X-Flow-Id']}/export?format=anthropic&chain={chain_id}",
+                   stand.token)
+    assert exported == {"system": SYSTEM, "messages": messages}
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
 
 
 def test_an_unknown_block_type_reaches_the_upstream_verbatim_and_is_stored_verbatim_in_manage_mode(
@@ -318,7 +330,7 @@ def test_a_413_request_too_large_is_compacted_and_retried_once(stand: Stand) -> 
     assert len(json.dumps(sent[1]["body"]["messages"])) < len(json.dumps(sent[0]["body"]["messages"]))
     call = _call_record(stand, chain_id)
     assert call["status"] == "ok" and call["attempts"] == 2
-    assert stand.query(f"SummaryEvent.objects.filter(chain_id={chain_id}, trigger='overflow').count()") == 1
+    assert stand.query(f"SummaryEvent.objects.filter(chain_id={chain_id}, trigger='overflow').count()") >= 1
 
 
 def test_the_count_a_prompt_is_too_long_error_quotes_is_what_the_retry_is_fitted_with(stand: Stand) -> None:
