@@ -5,14 +5,13 @@ thinking, text and tool call, every piece of agent and model text escaped."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, wait_for_js
-from tests.gateway.test_anthropic_gateway import MODEL, SYSTEM, THINKING, TOOLS, Stand, running_stand
+from tests.gateway.anthropic_stand import MODEL, SYSTEM, THINKING, TOOLS, Stand
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -20,12 +19,11 @@ ASKED = "scan <b>10.30.0.1</b>"
 RESULT = "<img src=x onerror=window.__pwned=1> 22/tcp open ssh"  # the tool's output: hostile markup
 
 
-@pytest.fixture(scope="module")
-def stand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand]:
+@pytest.fixture
+def stand(anthropic_stand: Stand) -> Stand:
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Debian chromium not found at {CHROMIUM}")
-    with running_stand(tmp_path_factory.mktemp("anthropic-browser")) as running:
-        yield running
+    return anthropic_stand  # one server for the package's Anthropic tests (tests/gateway/conftest.py)
 
 
 def _args(messages: list[Any]) -> dict[str, Any]:

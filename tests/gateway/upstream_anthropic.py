@@ -159,6 +159,8 @@ class AnthropicUpstream(ScriptedUpstream):
             message["content"] = _echoed(body, turn)
             message["stop_reason"] = "tool_use"
         if not body.get("stream"):
+            if fault == "garbage":  # a 200 whose body is no message: a proxy's error page
+                return self.send(handler, 200, b"<html><body>502 Bad Gateway</body></html>")
             return self.send(handler, 200, message, {"request-id": f"req_{turn:04d}"})
         events = anthropic_events(message)
         if fault == "error_event":
