@@ -6,6 +6,8 @@ one summarizes with the same stub model, `StubModel`: our offline extractive sum
 input bytes), so differences come from the policy (when, what and how much to summarize), not the model.
 
 - `Ours`: PentAGI chain summarization with a profile, then fit_to_window (what flows.pipeline.summarization runs).
+- `OursWindow`: the window-aware strategy of a profile, then fit_to_window without its restore step (as the
+  pipeline runs it under `strategy: window`).
 - `LangChainSummarization`: langchain's SummarizationMiddleware, its before_model hook applied to the agent
   state; trigger/keep in tokens of the same window; other knobs at their defaults.
 - `LangMemSummarization`: langmem's summarize_messages over the full history with its RunningSummary.
@@ -83,6 +85,7 @@ class Ours(Manager):
         self.config: SummarizerConfig = getattr(SummarizerConfig, profile)()
         self._view: list[Message] = []
         self.errors = 0
+        self.restore = True  # the fit's step a (PentAGI's restore profile); the window strategy skips it
 
     def turn(self, new: list[Message]) -> None:
         self._finish(summarize_chain(self._view + new, self.config, self.model))
@@ -91,7 +94,8 @@ class Ours(Manager):
         if result.error:
             self.errors += 1  # PentAGI semantics: the chain stays as it was, nothing lost
         try:
-            fit = fit_to_window(result.messages, window_tokens=self.window_tokens, summarize=self.model)
+            fit = fit_to_window(result.messages, window_tokens=self.window_tokens, summarize=self.model,
+                                restore=self.restore)
         except ContextTooLarge:
             # The system prompt + current request + newest round alone exceed the budget: the pipeline records
             # the failure and keeps the summarized view (the next turn's fit starts from it).
@@ -113,6 +117,7 @@ class OursWindow(Ours):
         self.name = f"ours ({profile}, window{f', input ≤ {input_tokens:,} tokens' if input_tokens else ''})"
         self.target = WindowTarget(window_tokens, window_tokens - self.budget, trigger_percent, margin_percent,
                                    input_tokens=input_tokens)
+        self.restore = False  # as the pipeline's fit under strategy: window (flows/pipeline/fitting.py)
 
     def turn(self, new: list[Message]) -> None:
         result = summarize_chain_for_window(self._view + new, self.config, self.model, target=self.target)

@@ -63,6 +63,7 @@ from summarizer import (
     responses_to_messages,
     retention_of,
     schema_tokens,
+    split_turns,
     summarize_chain,
     summarize_chain_for_window,
     text_tokens,
@@ -81,7 +82,7 @@ __all__ = [
     # summarization (PentAGI) and window fit / compaction (OpenClaw-style)
     "SummarizerConfig", "summarize_chain", "fit_to_window", "compact_now", "ContextTooLarge", "effective_reserve",
     # the window-aware strategy (the passes only when the view would not fit the window's margin)
-    "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES", "split_turns",
     "MAX_INSTRUCTION_CHARS",
     # summarize callables: the offline summarizer, caching and input caps
     "make_extractive", "SummaryCache", "cap_input", "with_ledger",

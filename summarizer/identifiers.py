@@ -136,8 +136,9 @@ _FINDING_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("credential", re.compile(r"VALID LOGIN:\s+(?P<value>\S+:\S+)", re.IGNORECASE)),
     ("user", re.compile(r"VALID USERNAME:\s+(?P<value>\S+)", re.IGNORECASE)),
     # an announced crack or a stated pair: "Password cracked: jorah:fr3edom", "credentials: corp\\bob:S3cret!"
+    # (not a format legend: "Dumping credentials (domain\\uid:rid:lmhash:nthash)" opens a bracket first)
     ("credential", re.compile(
-        r"(?i:\bcracked|\bcred(?:ential)?s?|\bfound|\bvalid|\bworking|\bpwned|\bcompromised)\b[^:\n]{0,40}?[:=]\s*"
+        r"(?i:\bcracked|\bcred(?:ential)?s?|\bfound|\bvalid|\bworking|\bpwned|\bcompromised)\b[^:(\n]{0,40}?[:=]\s*"
         r"[`'\"*]*(?P<value>(?:[\w.-]+\\)?[\w.@$-]+:[^\s`'\"*,;]+)")),
     # "DOMAIN\\user:pass" anywhere on a line that also says it worked: "[+] ... (Pwn3d!)", "success", "valid"
     ("credential", re.compile(r"(?<![\w\\])(?P<value>[A-Za-z][\w.-]*\\[\w.$-]+:[^\s`'\"*,;()]+)"

@@ -44,8 +44,9 @@ DOOR_EXEMPT = ("flows.migrations",)
 # Inside flows/pipeline the runs go one way: a module imports only modules of a lower rank.
 PIPELINE_RANKS: dict[str, int] = {
     "llm": 0, "hooks": 0, "view_records": 0, "memory": 0, "request_budget": 0, "call_guard": 1,
-    "summarizers": 2, "preview_cache": 1, "recovery": 1, "runs": 2, "fitting": 3, "strategy": 3, "compaction": 4,
-    "summarization": 5, "preview": 5, "preview_warm": 6, "tasks": 6, "embedded_worker": 7, "": 8,
+    "summarizers": 2, "preview_cache": 1, "recovery": 1, "runs": 2, "fitting": 3, "strategy": 3, "dry_run": 3,
+    "compaction": 4,
+    "summarization": 5, "preview": 5, "window_replay": 5, "preview_warm": 6, "tasks": 6, "embedded_worker": 7, "": 8,
 }
 
 

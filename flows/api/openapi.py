@@ -25,7 +25,8 @@ def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
 
 def _errors(*codes: int) -> dict[str, Any]:
     text = {400: "invalid input", 401: "not authenticated", 403: "forbidden", 404: "not found (or not yours)",
-            413: "payload too large", 415: "not JSON", 409: "chain segment archived",
+            413: "payload too large", 415: "not JSON", 409: "chain segment archived, or nothing to compact",
+            422: "the compaction would fail (the reason says why)",
             503: "the task broker did not answer (nothing queued)"}
     return {str(c): _json(_ref("Error"), text[c]) for c in codes}
 
@@ -38,6 +39,11 @@ def _op(summary: str, ok: dict[str, Any], *, status: int = 200, body: dict[str, 
     if params:
         op["parameters"] = params
     return op
+
+
+def _with_response(op: dict[str, Any], status: int, answer: dict[str, Any]) -> dict[str, Any]:
+    """`op` with one more success answer (an endpoint that answers 200 or 201 depending on its body)."""
+    return {**op, "responses": {str(status): answer, **op["responses"]}}
 
 
 def _path_id(name: str) -> dict[str, Any]:
@@ -106,6 +112,17 @@ SCHEMAS: dict[str, Any] = {
         "model_calls": {"type": "integer", "description": "of those, the calls that went to a model"},
         "summarizer_model": {"type": ["string", "null"], "description": "the model they went to (null: none)"},
         "model": {"type": "string", "description": "the flow's model, whose tokenizer counted the tokens"}}},
+    "CompactionDryRun": {"type": "object", "properties": {
+        "preview_id": {"type": "integer", "description": "send it back as preview_id to apply this result"},
+        "outcome": {"const": "ok"}, "reason": {"type": "string"}, "instructions": {"type": "string"},
+        "summary_text": {"type": "string"},
+        "replaces_seqs": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}},
+                          "description": "raw seq ranges [first, last] the summary replaces"},
+        "replaced": {"type": "array", "items": OBJ}, "kept_messages": {"type": "integer"},
+        "tokens_before": {"type": "integer"}, "tokens_after": {"type": "integer"},
+        "bytes_before": {"type": "integer"}, "bytes_after": {"type": "integer"},
+        "retention": {"type": ["object", "null"]}, "calls": {"type": "integer"}, "cost_usd": {"type": "number"},
+        "expires_in_seconds": {"type": "integer"}}},
     "Settings": {"type": "object", "properties": {
         "profile": {"type": "string"}, "flow_id": {"type": ["integer", "null"]}, "values": OBJ,
         "fields": {"type": "array", "items": OBJ}, "scope": {"enum": ["defaults", "flow"]}}},
@@ -158,10 +175,15 @@ PATHS: dict[str, Any] = {
     "/api/chains/{chain_id}/events": {"get": _op("Summarization and compaction events", _json({
         "type": "object", "properties": {"events": {"type": "array", "items": _ref("SummaryEvent")}}}),
         params=CHAIN)},
-    "/api/chains/{chain_id}/compact": {"post": _op(
-        "Compact now (manual), with optional focus instructions", _json(_ref("SummaryEvent"), "Created"), status=201,
-        params=CHAIN, errors=(400, 401, 404, 415, 503), body={"type": "object", "properties": {
-            "instructions": {"type": "string", "maxLength": MAX_INSTRUCTIONS_CHARS}}})},
+    "/api/chains/{chain_id}/compact": {"post": _with_response(_op(
+        "Compact now (manual), with optional focus instructions; dry_run: what it would produce, nothing written",
+        _json(_ref("SummaryEvent"), "Created"), status=201,
+        params=CHAIN, errors=(400, 401, 404, 409, 415, 422, 503), body={"type": "object", "properties": {
+            "instructions": {"type": "string", "maxLength": MAX_INSTRUCTIONS_CHARS},
+            "dry_run": {"type": "boolean", "description": "compute and return the result (200), write nothing"},
+            "preview_id": {"type": "integer", "description": "apply this dry run's result if the chain has not "
+                                                             "moved since (else recomputed)"}}}),
+        200, _json(_ref("CompactionDryRun"), "dry_run: what the compaction would produce (nothing written)"))},
     "/api/chains/{chain_id}/preview": {"post": _op(
         "The view these settings would give (nothing saved)", _json(OBJ), params=CHAIN, errors=(400, 401, 404, 415),
         body={"type": "object", "properties": {"settings": OBJ}})},

@@ -1,6 +1,8 @@
 """/api/chains/{id}: read the chain (raw, view, sections, stats), append, catch up, events, compact, preview."""
 from __future__ import annotations
 
+from typing import Any
+
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 
@@ -11,9 +13,9 @@ from flows.api.views_flows import json_object
 from flows.config import settings_for, settings_validate, settings_values
 from flows.core import BrokerUnreachable, instructions_problem
 from flows.ingest import chain_append
-from flows.models import Chain
+from flows.models import Chain, Outcome
 from flows.pages import chain_context_json
-from flows.pipeline import chain_preview, chain_request_compaction
+from flows.pipeline import chain_dry_run, chain_preview, chain_request_compaction, dry_run_moved
 
 __all__ = ["chain_detail", "chain_messages_endpoint", "chain_events_endpoint", "chain_compact_endpoint",
            "chain_preview_endpoint"]
@@ -21,6 +23,7 @@ __all__ = ["chain_detail", "chain_messages_endpoint", "chain_events_endpoint", "
 DEFAULT_PAGE_MESSAGES = 500
 MAX_PAGE_MESSAGES = 1000
 MAX_SEQ = 2**31 - 1  # Message.seq is a 32-bit integer column
+MAX_PREVIEW_ID = 2**53 - 1  # dry runs' ids are JSON-safe integers
 
 
 def get_chain(request: HttpRequest, chain_id: str) -> Chain:
@@ -86,20 +89,53 @@ def _events(request: HttpRequest, chain_id: str) -> JsonResponse:
     return JsonResponse({"chain_id": chain.pk, "events": [event_json(e) for e in chain_events(chain=chain)]})
 
 
-def _compact(request: HttpRequest, chain_id: str) -> JsonResponse:
-    chain = get_chain(request, chain_id)
-    body = json_object(request) if request.body else {}
+def _compact_fields(body: dict[str, Any]) -> tuple[str, bool, int | None]:
+    """(instructions, dry_run, preview_id) of a compact request, each checked; bad ones are a 400."""
     instructions = body.get("instructions", "")
     problem = instructions_problem(instructions)  # `{}`, null or a number are refused, not read as "no focus"
     if problem is not None:
         raise ApiError(400, "invalid_field", f"'instructions' {problem}", field="instructions")
+    dry_run = body.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise ApiError(400, "invalid_field", "'dry_run' must be true or false", field="dry_run")
+    preview_id = body.get("preview_id")
+    if preview_id is not None and (not isinstance(preview_id, int) or isinstance(preview_id, bool)
+                                   or not 0 < preview_id <= MAX_PREVIEW_ID):
+        raise ApiError(400, "invalid_field", "'preview_id' must be the id a dry run returned", field="preview_id")
+    if dry_run and preview_id is not None:
+        raise ApiError(400, "invalid_body", "send either 'dry_run' or 'preview_id', not both")
+    return instructions.strip(), dry_run, preview_id
+
+
+def _dry_run(request: HttpRequest, chain: Chain, instructions: str) -> JsonResponse:
+    """Computed on the request and written nowhere; nothing to compact is a 409, a compaction that would fail
+    (the summary model down, a failed identifier audit, no shrink) a 422 with its reason."""
+    run = chain_dry_run(chain=chain, instructions=instructions, user=request.user).as_json()
+    if run["outcome"] == Outcome.SKIPPED:
+        raise ApiError(409, "nothing_to_compact", run["reason"])
+    if run["outcome"] != Outcome.OK:
+        raise ApiError(422, "compaction_would_fail", run["reason"])
+    return JsonResponse(run)
+
+
+def _compact(request: HttpRequest, chain_id: str) -> JsonResponse:
+    chain = get_chain(request, chain_id)
+    body = json_object(request) if request.body else {}
+    instructions, dry_run, preview_id = _compact_fields(body)
+    if dry_run:
+        return _dry_run(request, chain, instructions)
+    moved = dry_run_moved(chain=chain, preview_id=preview_id, instructions=instructions) if preview_id else ""
     # The request only records the RUNNING event and queues the work: summarization never runs on the request.
     try:
-        event = chain_request_compaction(chain=chain, instructions=instructions.strip(), user=request.user)
+        event = chain_request_compaction(chain=chain, instructions=instructions, user=request.user,
+                                         preview_id=preview_id)
     except BrokerUnreachable:
         raise ApiError(503, "broker_unreachable", "the task broker did not answer: the compaction was not "
                        "queued (its event is closed as failed); try again once it is back") from None
-    return JsonResponse(event_json(event), status=201)
+    out = event_json(event)
+    if preview_id:
+        out["preview"] = {"reused": not moved, "recomputed_because": moved or None}
+    return JsonResponse(out, status=201)
 
 
 def _preview(request: HttpRequest, chain_id: str) -> JsonResponse:

@@ -134,13 +134,15 @@ STRATEGY_SETTINGS: tuple[SettingSpec, ...] = tuple(
                     "when it would not fit the window minus the reserve).", unit="% of the window", minimum=1,
                     maximum=100),
         _compaction("window_margin_percent", "int", 50,
-                    "window strategy: a pass brings the view this far below the trigger, so the next turns fit "
-                    "without summarizing (larger: fewer, larger summaries).", unit="% below the trigger",
+                    "window strategy: a pass frees this share of the room the trigger leaves beside what no pass "
+                    "folds (the system prompt, the user's requests, the newest pair), so the next turns fit "
+                    "without summarizing (larger: fewer, larger folds).", unit="% of the room",
                     minimum=0, maximum=90),
         _compaction("window_input_tokens", "int", 4000,
-                    "window strategy: at most this much is sent per summarize call (the earlier summaries and "
-                    "the newest messages of what is folded); the findings and identifiers of the rest go into "
-                    "the summary's ledger. 0: the whole span, as PentAGI sends it.", unit="tokens", minimum=0,
+                    "window strategy: at most this much (and an eighth of the trigger) is sent per summarize "
+                    "call: the newest messages of what is folded; the findings and identifiers of the rest go "
+                    "into the summary's ledger, and earlier summaries are merged locally, never sent again. 0: "
+                    "the whole span, earlier summaries included, as PentAGI sends it.", unit="tokens", minimum=0,
                     maximum=1_000_000),
     ))
 

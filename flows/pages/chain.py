@@ -38,6 +38,7 @@ from flows.pages.selectors import (
     raw_prefix_bytes,
     view_history,
 )
+from flows.pipeline import window_estimate
 
 __all__ = ["chain_page", "chain_view_panel", "chain_message_text", "chain_context", "parse_filters"]
 
@@ -109,7 +110,7 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
         "bytes_chart": bytes_chart(history=history, prefix=prefix),
         "tokens_chart": tokens_chart(history=history, last_seq=chain.last_seq, window=window.window, reserve=reserve),
         "retention_chart": retention_chart(history=history, last_seq=chain.last_seq),
-        **_events_context(request, chain), "selected": selected, "cost": chain_cost(chain=chain),
+        **_events_context(request, chain), "selected": selected, **_cost_context(chain),
         "view_versions": len(history["views"]), "formats": FORMATS,
         "has_pending": any(b.kind == "pending" for b in bands),
         "selected_seqs": set(selected.raw_seqs) if selected else set(),
@@ -117,6 +118,12 @@ def chain_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:
         "page_size": PAGE_SIZE_MESSAGES, "nav": "flows", "query": _query_without(request, "page"),
         "panel_url": reverse("chain-view-panel", args=[chain.pk]), "max_instructions_chars": MAX_INSTRUCTIONS_CHARS,
     }
+
+
+def _cost_context(chain: Chain) -> dict[str, Any]:
+    """The cost card: what summarizing the chain cost, and what the window-aware strategy would have spent."""
+    cost = chain_cost(chain=chain)
+    return {"cost": cost, "window_cost": window_estimate(chain=chain, usd_per_input_token=cost.usd_per_input_token)}
 
 
 def _events_context(request: HttpRequest, chain: Chain) -> dict[str, Any]:

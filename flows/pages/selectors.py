@@ -28,12 +28,14 @@ from flows.models import (
     SummarizerSettings,
     SummaryEvent,
 )
+from flows.pages.chain_costs import ChainCost, ChainCostRow, chain_cost, chain_costs, flow_chain_costs
 from flows.pages.event_filters import ALL_BUT_SKIPPED, EventFilter
 from flows.pages.flow_activity import Activity, flow_activity
 
 __all__ = [
     "PAGE_SIZE_MESSAGES", "SUMMARY_TOOL_NAME", "SUMMARY_PREFIX", "EVENTS_SHOWN", "NOTES_SHOWN", "TIMELINE_SHOWN",
-    "WindowInfo", "FlowRow", "RawFilters", "FlowCost", "ChainCost", "NoteFilter", "chain_cost",
+    "WindowInfo", "FlowRow", "RawFilters", "FlowCost", "ChainCost", "ChainCostRow", "NoteFilter", "chain_cost",
+    "chain_costs", "flow_chain_costs",
     "window_for_model", "flows_list_rows", "flow_detail_context", "chain_tool_names", "raw_page", "raw_page_count",
     "view_history", "raw_prefix_bytes", "display_text", "is_summary_message", "settings_row_for",
     "chain_events_page", "events_hidden", "chain_event_detail", "chain_view_versions", "chain_view_version",
@@ -335,27 +337,6 @@ class FlowCost:
     calls: int = 0
 
 
-@dataclass(frozen=True)
-class ChainCost:
-    """What summarizing a chain has cost so far: summarize calls of its events, the model calls they made with
-    their prompt tokens (as reported, else our estimate) and USD."""
-
-    calls: int = 0
-    llm_calls: int = 0
-    input_tokens: int = 0
-    usd: float = 0.0
-
-
-def chain_cost(*, chain: Chain) -> ChainCost:
-    """The chain's summarizer cost in two aggregate queries (events, then their model calls)."""
-    calls = SummaryEvent.objects.filter(chain=chain).aggregate(n=Sum("calls"))["n"] or 0
-    llm = LLMCall.objects.filter(event__chain=chain).aggregate(
-        n=Count("id"), usd=Sum("cost_usd"), reported=Sum("prompt_tokens"),
-        estimated=Sum("estimated_prompt_tokens", filter=Q(prompt_tokens__isnull=True)))
-    tokens = (llm["reported"] or 0) + (llm["estimated"] or 0)
-    return ChainCost(calls=calls, llm_calls=llm["n"] or 0, input_tokens=tokens, usd=llm["usd"] or 0.0)
-
-
 def flow_costs(*, flow_ids: list[int]) -> dict[int, FlowCost]:
     """What the summarizer's model calls cost per flow (LLMCall.cost_usd), with the number of calls."""
     rows = (LLMCall.objects.filter(event__chain__agent__flow_id__in=flow_ids)
@@ -407,4 +388,5 @@ def flow_cost(*, flow: Flow) -> FlowCost:
 def flow_extras(*, flow: Flow, note_kind: str, note_q: str) -> dict[str, Any]:
     notes, note_filter = flow_notes(flow=flow, kind=note_kind, q=note_q)
     return {"notes": notes, "note_filter": note_filter, "cost": flow_cost(flow=flow),
+            "chain_costs": flow_chain_costs(flow=flow),
             "live_chain_ids": flow_live_chain_ids(flow=flow)}

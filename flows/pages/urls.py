@@ -16,6 +16,7 @@ urlpatterns = [
     path("chains/<int:chain_id>/events/<int:event_id>/", chain_extras.chain_event_page, name="chain-event"),
     path("chains/<int:chain_id>/views/", chain_extras.chain_views_page, name="chain-views"),
     path("chains/<int:chain_id>/compact/", compact.chain_compact_page, name="chain-compact"),
+    path("chains/<int:chain_id>/compact/preview/", compact.chain_dry_run_page, name="chain-compact-preview"),
     path("settings/", settings_page.settings_page, name="settings"),
     path("settings/export.env", settings_page.settings_export, name="settings-export"),
     path("settings/import-env/", settings_page.settings_import, name="settings-import"),

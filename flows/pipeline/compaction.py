@@ -23,7 +23,9 @@ from flows.engine import compact_now, content_text
 from flows.ingest import chain_append
 from flows.models import Chain, Message, Outcome, SummaryEvent, Trigger
 from flows.pipeline import view_records as records
-from flows.pipeline.fitting import compute_step, hook_before, policy_options
+from flows.pipeline.dry_run import DryRun, dry_run_from, dry_run_keep, dry_run_load, moved_since, step_from_dry_run
+from flows.pipeline.fitting import compute_step, hook_before, memory_flush_step, policy_options
+from flows.pipeline.llm import calls_held
 from flows.pipeline.runs import (
     MAX_SAVE_ATTEMPTS,
     ChainState,
@@ -42,7 +44,8 @@ from flows.pipeline.summarizers import SummarizeFn
 
 __all__ = [
     "DUPLICATE_MIN_CHARS", "DUPLICATE_WINDOW_SECONDS", "MAX_INSTRUCTIONS_CHARS", "chain_compact",
-    "chain_request_compaction", "byte_guard_due", "chain_guard", "drop_retried_user_messages",
+    "chain_request_compaction", "chain_dry_run", "dry_run_moved", "byte_guard_due",
+    "chain_guard", "drop_retried_user_messages",
 ]
 
 DUPLICATE_MIN_CHARS = 24  # shorter user messages ("next", "yes") repeat legitimately
@@ -52,14 +55,19 @@ _SPACES_RE = re.compile(r"\s+")
 Msg = dict[str, Any]
 
 
-def _compact_step(state: ChainState, event: SummaryEvent, instructions: str) -> RunStep:
+def _compact_step(state: ChainState, event: SummaryEvent | None, instructions: str, *,
+                  trigger: str = Trigger.MANUAL) -> RunStep:
+    """The compaction of `state`; without an event it is a dry run (no hook, nothing written)."""
     before, lineage, row = state.messages, state.lineage, state.row
     tokens = records.view_tokens(before, model=state.model)
-    step = RunStep(trigger=event.trigger, outcome=Outcome.OK, event=event, before=before, tokens_before=tokens)
+    step = RunStep(trigger=trigger, outcome=Outcome.OK, event=event, before=before, tokens_before=tokens)
     if not before:
-        step.outcome, step.reason = Outcome.SKIPPED, "nothing to compact: the chain is empty"
+        step.outcome = Outcome.SKIPPED
+        step.reason = ("nothing to compact: the chain is empty" if not state.pending_raw else
+                       "nothing to compact: the chain holds only a tool round still waiting for its results")
         return step
-    hook_before(state, event, before, tokens)
+    if event is not None:
+        hook_before(state, event, before, tokens)
     window = window_for(flow=state.chain.agent.flow, row=row, chain_id=state.chain.pk)
 
     def run(summarize: SummarizeFn) -> Any:
@@ -68,28 +76,52 @@ def _compact_step(state: ChainState, event: SummaryEvent, instructions: str) -> 
                            keep_recent_tokens=row.keep_recent_tokens, model=state.model or None,
                            window_tokens=window[0] if window else None, **policy_options(row))
 
-    step = compute_step(state, step, before, lineage, run)
+    step = compute_step(state, step, before, lineage, run, dry_run=event is None)
     if step.outcome == Outcome.OK:
-        step.reason = _compact_reason(state, event, tokens)
+        step.reason = _compact_reason(state, trigger, instructions, tokens)
+    elif step.outcome == Outcome.SKIPPED and 0 < tokens <= row.keep_recent_tokens:
+        step.reason = (f"nothing to compact: the view's {tokens:,} tokens are within keep_recent_tokens "
+                       f"({row.keep_recent_tokens:,}), which a compaction keeps verbatim")
     return step
 
 
-def _compact_reason(state: ChainState, event: SummaryEvent, tokens: int) -> str:
+def _compact_reason(state: ChainState, trigger: str, instructions: str, tokens: int) -> str:
     """Why a compaction ran, in words and numbers (issue 23)."""
     kept = state.row.keep_recent_tokens
     tail = f"kept the newest {kept:,} tokens" if kept > 0 else "hard checkpoint (keep_recent_tokens 0)"
-    if event.trigger == Trigger.BYTE_GUARD:
+    if trigger == Trigger.BYTE_GUARD:
         size = active_bytes(state.chain)
         return (f"active transcript {size:,} bytes >= max_active_transcript_bytes "
                 f"{state.row.max_active_transcript_bytes:,}: view of {tokens:,} tokens compacted, {tail}")
-    focus = " with focus instructions" if event.instructions else ""
+    focus = " with focus instructions" if instructions else ""
     return f"compaction requested{focus}: view of {tokens:,} tokens summarized, {tail}"
 
 
 # ----------------------------------------------------------------------------------------------- manual
 
-def chain_request_compaction(*, chain: Chain, instructions: str = "", user: Any = None) -> SummaryEvent:
-    """Record a RUNNING manual compaction and queue it after commit (the API and the page call this).
+def chain_dry_run(*, chain: Chain, instructions: str = "", user: Any = None) -> DryRun:
+    """What "compact now" with `instructions` would produce, computed here and now and written nowhere (the
+    model calls it makes are held, not recorded); a successful one is kept for its apply (`preview_id`)."""
+    state = load_state(chain.pk)
+    instructions = (instructions or "")[:MAX_INSTRUCTIONS_CHARS]
+    with calls_held() as held:
+        step = _compact_step(state, None, instructions)
+    run = dry_run_from(state, step, instructions=instructions, user_id=getattr(user, "pk", None), held=held)
+    if run.outcome == Outcome.OK:
+        dry_run_keep(run)
+    return run
+
+
+def dry_run_moved(*, chain: Chain, preview_id: int, instructions: str) -> str:
+    """Why applying dry run `preview_id` will recompute instead of reusing its summary ("" when it reuses it)."""
+    row = settings_for(profile=chain.agent.profile, flow=chain.agent.flow)
+    return moved_since(dry_run_load(preview_id, chain_id=chain.pk), chain, row, instructions)
+
+
+def chain_request_compaction(*, chain: Chain, instructions: str = "", user: Any = None,
+                             preview_id: int | None = None) -> SummaryEvent:
+    """Record a RUNNING manual compaction and queue it after commit (the API and the page call this); with
+    `preview_id` the worker applies that dry run's result when the chain has not moved since.
 
     `user` is accepted for the callers' convenience; who asked is not stored (SummaryEvent has no such field).
     """
@@ -98,27 +130,49 @@ def chain_request_compaction(*, chain: Chain, instructions: str = "", user: Any 
         event = event_start(chain=chain, trigger=Trigger.MANUAL, snapshot=settings_values(row),
                             notify=row.notify_user, instructions=(instructions or "")[:MAX_INSTRUCTIONS_CHARS])
         chain_id = chain.pk
-        transaction.on_commit(lambda: _compaction_queue(chain_id, event))
+        transaction.on_commit(lambda: _compaction_queue(chain_id, event, preview_id))
     return event
 
 
-def _compaction_queue(chain_id: int, event: SummaryEvent) -> None:
+def _compaction_queue(chain_id: int, event: SummaryEvent, preview_id: int | None) -> None:
     """Queue the recorded compaction; when the broker does not answer, its event is closed as failed (nothing
     would ever run it) and BrokerUnreachable goes on to the caller, who answers 503."""
     try:
-        enqueue(COMPACT_CHAIN, chain_id, event.pk)
+        enqueue(COMPACT_CHAIN, chain_id, event.pk, *([preview_id] if preview_id else []))
     except BrokerUnreachable:
         event_fail(event, NOT_QUEUED_REASON)
         raise
 
 
-def chain_compact(*, chain_id: int, instructions: str = "", event_id: int | None = None) -> SummaryEvent:
-    """Compact now (manual): summary + kept tail, or a hard checkpoint when keep_recent_tokens is 0."""
-    return _compaction(chain_id=chain_id, trigger=Trigger.MANUAL, instructions=instructions, event_id=event_id)
+def chain_compact(*, chain_id: int, instructions: str = "", event_id: int | None = None,
+                  preview_id: int | None = None) -> SummaryEvent:
+    """Compact now (manual): summary + kept tail, or a hard checkpoint when keep_recent_tokens is 0; the
+    result of dry run `preview_id` when the chain has not moved since it."""
+    previewed = dry_run_load(preview_id, chain_id=chain_id) if preview_id else None
+    return _compaction(chain_id=chain_id, trigger=Trigger.MANUAL, instructions=instructions, event_id=event_id,
+                       previewed=previewed, preview_wanted=bool(preview_id))
+
+
+def _applied_step(state: ChainState, event: SummaryEvent, instructions: str, previewed: DryRun | None,
+                  preview_wanted: bool) -> RunStep:
+    """The dry run's result when it still applies (its summary, no model asked again), else a fresh compaction
+    whose reason says why the dry run's was not used."""
+    moved = moved_since(previewed, state.chain, state.row, instructions) if preview_wanted else ""
+    if previewed is not None and not moved:
+        hook_before(state, event, previewed.before, previewed.tokens_before)
+        step = step_from_dry_run(previewed, event)
+        memory_flush_step(state, step)
+        step.reason = f"{step.reason}; applied the dry run's result (no model asked again)"
+        return step
+    step = _compact_step(state, event, instructions, trigger=event.trigger)
+    if moved:
+        step.reason = f"{step.reason}; recomputed: {moved}"
+    return step
 
 
 def _compaction(*, chain_id: int, trigger: str, instructions: str = "", event_id: int | None = None,
-                state: ChainState | None = None, keep_new_raw_on_failure: bool = True) -> SummaryEvent:
+                state: ChainState | None = None, keep_new_raw_on_failure: bool = True,
+                previewed: DryRun | None = None, preview_wanted: bool = False) -> SummaryEvent:
     """Run one compaction to completion; `keep_new_raw_on_failure` writes the unsummarized new messages
     into a view when the compaction fails (off for the byte guard: the turn's summarization follows)."""
     event = SummaryEvent.objects.filter(pk=event_id, chain_id=chain_id).first() if event_id else None
@@ -129,7 +183,7 @@ def _compaction(*, chain_id: int, trigger: str, instructions: str = "", event_id
         snapshot = settings_values(state.row)
         event = event or event_start(chain=state.chain, trigger=trigger, snapshot=snapshot,
                                      notify=state.row.notify_user, instructions=instructions)
-        step = _compact_step(state, event, instructions)
+        step = _applied_step(state, event, instructions, previewed, preview_wanted)
         ok = step.outcome == Outcome.OK
         if ok and state.row.truncate_after_compaction and state.chain.is_active:
             saved = _save_with_successor(state, step, snapshot)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flows.config import settings_values
-from flows.engine import ContextTooLarge, fit_to_window
+from flows.engine import STRATEGIES, ContextTooLarge, fit_to_window
 from flows.models import Outcome, SummarizerSettings, SummaryEvent, Trigger
 from flows.pipeline import view_records as records
 from flows.pipeline.call_guard import current_guard
@@ -34,8 +34,8 @@ from flows.pipeline.runs import (
 )
 from flows.pipeline.summarizers import SummarizeFn, summarizer_for
 
-__all__ = ["hook_before", "policy_options", "compute_step", "run_fit", "fit_step", "chain_fit", "fit_reason",
-           "tokens_words"]
+__all__ = ["hook_before", "policy_options", "restores", "compute_step", "memory_flush_step", "run_fit", "fit_step",
+           "chain_fit", "fit_reason", "tokens_words"]
 
 Msg = dict[str, Any]
 
@@ -49,6 +49,12 @@ def policy_options(row: SummarizerSettings) -> dict[str, Any]:
     """Identifier policy and compaction provider of a settings row, as the engine's keyword arguments."""
     return {"identifier_policy": row.identifier_policy, "identifier_instructions": row.identifier_instructions,
             "provider": row.compaction_provider or None}
+
+
+def restores(row: SummarizerSettings) -> bool:
+    """Whether a fit starts with the restore profile (PentAGI's passes again): not under the window strategy,
+    whose own passes have just run on the view, so a restore would only repeat their calls."""
+    return row.strategy != STRATEGIES[1]  # "window"
 
 
 def tokens_words(n: int) -> str:
@@ -77,8 +83,9 @@ def _leaving(before: list[Msg], after: list[Msg]) -> list[Msg]:
 
 
 def _finish_compute(state: ChainState, step: RunStep, result: Any, before: list[Msg],
-                    lineage: list[list[int]]) -> RunStep:
-    """Shared tail of fit and compact: lineage, tokens, no-progress check, memory flush."""
+                    lineage: list[list[int]], *, dry_run: bool = False) -> RunStep:
+    """Shared tail of fit and compact: lineage, tokens, no-progress check, memory flush (not in a dry run: the
+    apply that reuses its result flushes, `memory_flush_step`)."""
     step.calls = int(getattr(result, "calls", 0) or 0)
     if getattr(result, "error", None):  # the engine failed closed (e.g. the strict identifier audit)
         step.outcome, step.reason = Outcome.FAILED, f"compaction failed: {result.error}"
@@ -92,13 +99,19 @@ def _finish_compute(state: ChainState, step: RunStep, result: Any, before: list[
         step.outcome, step.reason = Outcome.SKIPPED, "nothing to compact"
     elif step.tokens_after >= step.tokens_before and records.view_bytes(step.after) >= records.view_bytes(before):
         step.outcome, step.reason = Outcome.FAILED, "the compaction did not shrink the view; the view is unchanged"
-    elif state.row.memory_flush:
-        memory_flush(chain=state.chain, event=step.event, leaving=_leaving(before, step.after))
+    elif not dry_run:
+        memory_flush_step(state, step)
     return step
 
 
+def memory_flush_step(state: ChainState, step: RunStep) -> None:
+    """Save the facts leaving the view with `step` as memory notes (§8), when the settings ask for it."""
+    if state.row.memory_flush:
+        memory_flush(chain=state.chain, event=step.event, leaving=_leaving(step.before, step.after))
+
+
 def _engine_step(state: ChainState, step: RunStep, before: list[Msg], lineage: list[list[int]],
-                 run: Callable[[SummarizeFn], Any], summarize: SummarizeFn) -> RunStep:
+                 run: Callable[[SummarizeFn], Any], summarize: SummarizeFn, dry_run: bool = False) -> RunStep:
     try:
         result = run(summarize)
     except ContextTooLarge as exc:
@@ -106,19 +119,20 @@ def _engine_step(state: ChainState, step: RunStep, before: list[Msg], lineage: l
     except Exception as exc:  # an endpoint down or a failed audit: fail closed, keep the view, record why
         step.outcome, step.reason = Outcome.FAILED, f"compaction failed: {exc}"
     else:
-        step = _finish_compute(state, step, result, before, lineage)
+        step = _finish_compute(state, step, result, before, lineage, dry_run=dry_run)
     return step
 
 
 def compute_step(state: ChainState, step: RunStep, before: list[Msg], lineage: list[list[int]],
-                 run: Callable[[SummarizeFn], Any]) -> RunStep:
+                 run: Callable[[SummarizeFn], Any], *, dry_run: bool = False) -> RunStep:
     """Run one engine compaction (`run(summarize)`) and fill `step`; a failure keeps `before` as the view.
+    A `dry_run` writes nothing (no memory notes; the caller holds the model calls' rows).
 
     On a gateway call whose fallback is offline (`call_guard`), a compaction the models' summaries failed
     (e.g. the identifier audit, twice) runs again with the offline summarizer writing every summary."""
     started = time.monotonic()
     summarize = summarizer_for(flow=state.chain.agent.flow, event=step.event, purpose="compaction")
-    step = _engine_step(state, step, before, lineage, run, summarize)
+    step = _engine_step(state, step, before, lineage, run, summarize, dry_run)
     guard, key = current_guard(), step.event.pk if step.event is not None else None
     if guard is not None and guard.stands_in and step.reason.startswith("compaction failed"):
         guard.failed(key, step.reason.removeprefix("compaction failed: "))
@@ -146,7 +160,7 @@ def run_fit(state: ChainState, event: SummaryEvent, messages: list[Msg], lineage
         return fit_to_window(messages, window_tokens=window_tokens, summarize=summarize, model=state.model or None,
                              reserve_tokens=reserve_tokens, keep_recent_tokens=row.keep_recent_tokens,
                              force=event.trigger == Trigger.OVERFLOW, observed_tokens=observed_tokens,
-                             **policy_options(row))
+                             restore=restores(row), **policy_options(row))
 
     step = compute_step(state, step, messages, lineage, run)
     if step.outcome == Outcome.OK:

@@ -19,6 +19,7 @@ from flows.engine import (
 )
 from flows.models import Chain, SummarizerSettings
 from flows.pipeline import view_records as records
+from flows.pipeline.fitting import restores
 from flows.pipeline.memory import identifier_text
 from flows.pipeline.preview_cache import ChainData, cached_summarizer, chain_data, identifiers_of
 from flows.pipeline.runs import view_current, window_for
@@ -80,7 +81,7 @@ def _fit(chain: Chain, row: SummarizerSettings, view: list[dict[str, Any]], line
         fit = fit_to_window(view, window_tokens=window[0], summarize=summarize, model=chain.agent.flow.model_name
                             or None, reserve_tokens=window[1], keep_recent_tokens=row.keep_recent_tokens,
                             identifier_policy=row.identifier_policy,
-                            identifier_instructions=row.identifier_instructions)
+                            identifier_instructions=row.identifier_instructions, restore=restores(row))
     except ContextTooLarge as exc:
         info["error"] = str(exc)
         return view, lineage, 0, info

@@ -29,7 +29,7 @@ from flows.models import Message
 from flows.pipeline import view_records as records
 from flows.pipeline.memory import identifier_text
 
-__all__ = ["ChainData", "chain_data", "cached_summarizer", "identifiers_of", "preview_caches_clear"]
+__all__ = ["ChainData", "chain_data", "cached_summarizer", "identifiers_of", "preview_caches_clear", "Lru"]
 
 MAX_CHAINS = 8
 MAX_SUMMARIES = 4096
@@ -38,7 +38,9 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class _Lru(Generic[K, V]):
+class Lru(Generic[K, V]):
+    """A small thread-safe LRU map (the preview's and the window estimate's per-process caches)."""
+
     def __init__(self, size: int) -> None:
         self.size, self.items, self.lock = size, OrderedDict[K, V](), threading.Lock()
 
@@ -76,9 +78,9 @@ class ChainData:
 
 
 _ChainKey = tuple[int, str, str]  # chain pk, its creation time (a reused pk is another chain), model
-_chains: _Lru[_ChainKey, ChainData] = _Lru(MAX_CHAINS)
+_chains: Lru[_ChainKey, ChainData] = Lru(MAX_CHAINS)
 _chains_building = threading.Lock()  # one reader per process extends a chain; the others then find it cached
-_summaries: _Lru[str, str] = _Lru(MAX_SUMMARIES)
+_summaries: Lru[str, str] = Lru(MAX_SUMMARIES)
 _in_flight: dict[str, threading.Event] = {}
 _in_flight_lock = threading.Lock()
 

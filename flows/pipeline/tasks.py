@@ -62,8 +62,9 @@ def summarize_chain_task(chain_id: int) -> int | None:
 
 
 @shared_task(name=COMPACT_CHAIN, base=RelayableTask)
-def compact_chain_task(chain_id: int, event_id: int | None = None) -> int | None:
-    """Manual compaction; the RUNNING event was created by the request, so a re-delivery finishes it once."""
+def compact_chain_task(chain_id: int, event_id: int | None = None, preview_id: int | None = None) -> int | None:
+    """Manual compaction; the RUNNING event was created by the request, so a re-delivery finishes it once.
+    `preview_id`: the dry run it applies (reused when the chain has not moved since)."""
     if not _chain_exists(chain_id):
         log.info("compact: chain %s is gone", chain_id)
         return None
@@ -74,7 +75,7 @@ def compact_chain_task(chain_id: int, event_id: int | None = None) -> int | None
             return None
     else:
         instructions = ""
-    return chain_compact(chain_id=chain_id, instructions=instructions, event_id=event_id).pk
+    return chain_compact(chain_id=chain_id, instructions=instructions, event_id=event_id, preview_id=preview_id).pk
 
 
 @shared_task(name=FIT_CHAIN, base=RelayableTask)
@@ -89,7 +90,7 @@ def fit_chain_task(chain_id: int) -> int | None:
 # What another process may queue here through the relay: name -> (task, fewest and most arguments).
 RELAYED_TASKS: dict[str, tuple[Task, int, int]] = {
     "flows.summarize_chain": (summarize_chain_task, 1, 1),
-    "flows.compact_chain": (compact_chain_task, 1, 2),
+    "flows.compact_chain": (compact_chain_task, 1, 3),
     "flows.fit_chain": (fit_chain_task, 1, 1),
 }
 

@@ -11,8 +11,9 @@ function compactForm() {
   const popover = document.getElementById("compact-now");
   if (!form || !popover) return;
   form.addEventListener("submit", async (e) => {
+    if (e.submitter && e.submitter.hasAttribute("data-dry-run")) return; // the dry run is its own page
     e.preventDefault();
-    const button = form.querySelector("button[type=submit]");
+    const button = e.submitter || form.querySelector("button[type=submit]");
     button.disabled = true;
     try {
       const res = await fetch(form.action, { method: "POST", body: new FormData(form), credentials: "same-origin",

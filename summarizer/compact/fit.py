@@ -151,10 +151,12 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
                   instructions: str | None = None, identifier_policy: str = "strict",
                   identifier_instructions: str = "", previous_summary: str | None = None,
                   tools: Sequence[dict[str, Any]] | None = None, force: bool = False,
-                  observed_tokens: int | None = None, provider: str | None = None) -> FitResult:
+                  observed_tokens: int | None = None, provider: str | None = None,
+                  restore: bool = True) -> FitResult:
     """Return a view of `messages` that fits `window_tokens` minus the reserve (see the module docstring).
 
     `force` (overflow recovery) skips step a and compacts even when our count says the view fits;
+    `restore=False` skips step a too (the window strategy has just run its own passes on this view);
     `observed_tokens` (the size a provider reported) scales our budget by how much our count underestimates.
     `provider` names a registered compaction provider tried before `summarize`.
     Raises ContextTooLarge when the irreducible part cannot fit; ValueError/InvalidView for bad input.
@@ -176,7 +178,9 @@ def fit_to_window(messages: Sequence[Message], *, window_tokens: int, summarize:
     if summarize is None:
         fit.result.error = NO_SUMMARIZER_ERROR
         return fit.finish()
-    if not force:
+    if _hopeless(fit.view, window_tokens, target, model, measure):
+        _raise_too_large(fit, messages, window_tokens, reserve, measure)  # before any model call: none can help
+    if restore and not force:
         _step_restore(fit, summarize, config)
         if fit.fits(target):
             return fit.finish()
@@ -232,17 +236,32 @@ def _summary_budget(available_tokens: float) -> int:
     return int(min(max(available_tokens, SUMMARY_MIN_BUDGET_TOKENS), SUMMARY_MAX_BUDGET_TOKENS))
 
 
-def _irreducible_tokens(view: list[Message], measure: Callable[[Message], int]) -> int:
-    """What no step may drop: the system message, the newest user message and the newest tool round (or
+def _hopeless(view: list[Message], window_tokens: int, target: float, model: str | None,
+              measure: Callable[[Message], int]) -> bool:
+    """True when no step can fit the view: what every step keeps (`_irreducible`: the system message, the newest
+    user message, which a window cut quotes in its checkpoint, and the newest round), its tool results already
+    truncated as step c would, leaves less than the smallest summary's room under `target`. Summarizing first
+    would only spend model calls on the same refusal."""
+    kept = [view[i] for i in sorted(_irreducible(view))]
+    truncated, _ = truncate_tool_results(kept, window_tokens=window_tokens, model=model)
+    return sum(measure(m) for m in truncated) + SUMMARY_MIN_BUDGET_TOKENS > target
+
+
+def _irreducible(view: list[Message]) -> set[int]:
+    """Indices no step may drop: the system message, the newest user message and the newest tool round (or
     message) after it."""
     users = [i for i, m in enumerate(view) if m.get("role") == "user"]
     last_round = max((i for i, m in enumerate(view) if m.get("role") != "tool"), default=0)
-    keep = {last_round, *range(last_round, len(view))}
+    keep = set(range(last_round, len(view)))
     if users:
         keep.add(users[-1])
     if view and view[0].get("role") == "system":
         keep.add(0)
-    return sum(measure(view[i]) for i in keep)
+    return keep
+
+
+def _irreducible_tokens(view: list[Message], measure: Callable[[Message], int]) -> int:
+    return sum(measure(view[i]) for i in _irreducible(view))
 
 
 def _raise_too_large(fit: _Fit, messages: Sequence[Message], window_tokens: int, reserve: int,

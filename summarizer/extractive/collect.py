@@ -4,7 +4,10 @@ Groups: goal, constraints, done, current, blocked, decisions, next, critical (su
 out). A tool result is paired with its call (same name, first come) and becomes one Done line, "call → outcome",
 plus its few most telling lines; a failed action goes to blocked. The agent's own lines are sorted by what
 they say: a dead end ("no X found") to blocked, a plan in its last note to next, a conclusion to critical.
-A line whose value the agent used later (summarizer.extractive.facts.reference_terms) ranks higher.
+A line whose value the agent used later (summarizer.extractive.facts.reference_terms; a value the task itself
+names does not count) ranks higher. Findings first (issue 23): the agent's conclusions and newest plan outrank
+every action line, an action is worth what its outcome says (not the credentials its command repeats), and an
+earlier checkpoint's dead ends filed under its progress are read back as dead ends.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from summarizer.extractive.facts import (
     is_plan,
     is_strong,
     reference_terms,
+    reports_success,
     score,
     squash,
     terms_of,
@@ -47,7 +51,10 @@ REQUEST_CAP_BYTES = 600               # the gist of a user request
 REQUEST_MIN_BYTES = 160               # ... never cut shorter than this, however tight the budget
 LATEST_ASK_PRIORITY = 1_000           # above any line score: the audit fails a checkpoint without the newest ask
 STEP_PRIORITY = 900                   # the current plan step: what the agent was about to do
-AGENT_CONCLUSION_PRIORITY = 75       # "No WinRM for any account", "sansa.stark cracked!": above raw output
+AGENT_CONCLUSION_PRIORITY = 85       # "No WinRM for any account", "sansa.stark cracked!": above raw output
+# An action line ("call → outcome"), however telling its outcome, ranks below the agent's conclusions and its
+# newest plan: what the agent concluded from its actions outlives the action log (issue 23, findings first).
+ACTION_PRIORITY_MAX = AGENT_CONCLUSION_PRIORITY - 1
 # An earlier summary's lines, by section: conclusions and dead ends outlive the action log, which outlives
 # the raw output lines quoted under it.
 _MERGED_PRIORITY = {"critical": 85, "blocked": 85, "constraints": 80, "next": 70, "decisions": 60, "done": 55,
@@ -61,6 +68,8 @@ _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)\]`*][.!?])\s+(?=[A-Z*`(\[])")
 _LIST_MARK_RE = re.compile(r"^(?:[-*•]\s+|\d{1,2}[.)]\s+)+")
 _EMPTY_MARKERS = {"none.", "none captured.", "none", "n/a"}  # what an empty section of a summary says
 _PAIRING_CHARS = 2_000                # the head of a result that is compared with the pending calls
+ACTION_ARROW = " → "                  # between the call and the outcome of a Done line
+_ACTION_HEAD_RE = re.compile(r"^- [\w.-]+(?::| output$)")
 _ARG_KEYS = ("command", "cmd", "input", "query", "url", "path", "file", "target", "host", "code", "question",
              "message", "text", "name")
 
@@ -123,8 +132,8 @@ def _outcome(lines: list[str]) -> tuple[str, bool]:
     """(what an action gave, whether it failed): the error line of a failure, else its most telling line."""
     if not lines:
         return "no output", False
-    succeeded = any(is_strong(line) for line in lines)
-    errors = [line for line in lines if is_error(line) and not is_strong(line)]
+    succeeded = any(reports_success(line) for line in lines)
+    errors = [line for line in lines if is_error(line) and not reports_success(line)]
     if errors and not succeeded:
         return errors[0], True
     edges = lines[:2] + lines[-2:]
@@ -133,6 +142,23 @@ def _outcome(lines: list[str]) -> tuple[str, bool]:
         return negative, True
     best = max(lines, key=lambda line: (score(line), -lines.index(line)))
     return best, False
+
+
+def _action_outcome(line: str) -> str | None:
+    """The outcome half of a Done line ("- tool: command → outcome"), None for any other line."""
+    if not line.startswith("- ") or ACTION_ARROW not in line:
+        return None
+    head, outcome = line.split(ACTION_ARROW, 1)
+    return outcome if _ACTION_HEAD_RE.match(head) else None
+
+
+def _prose_group(line: str) -> str:
+    """Where an earlier summary's prose line under its progress heading belongs: a dead end the agent stated,
+    a finding, or progress after all."""
+    line = _LIST_MARK_RE.sub("", line)
+    if is_negative(line):
+        return "blocked"
+    return "critical" if typed_findings(line) or is_strong(line) else "done"
 
 
 def _without_cut_copies(items: list[Item]) -> list[Item]:
@@ -161,7 +187,11 @@ class Collector:
         self.items: list[Item] = []
         self.seen: dict[tuple[str, str], int] = {}
         self.order = 0
-        self.refs = reference_terms((i, e.text) for i, e in enumerate(entries) if e.kind in ("ai", "call"))
+        # A value the task itself names (the target's address, the account it hands over) is in every later
+        # call: quoting it says nothing about a line, so only the agent's own later references count.
+        given = set().union(*(terms_of(e.text) for e in entries if e.kind == "task"))
+        refs = reference_terms((i, e.text) for i, e in enumerate(entries) if e.kind in ("ai", "call"))
+        self.refs = {term: last for term, last in refs.items() if term not in given}
         self.pending: list[tuple[int, Entry, str]] = []
         self.old_task: str | None = None
         self.old_asks: list[str] = []
@@ -263,11 +293,16 @@ class Collector:
                 continue
             detail = line.startswith("> ")
             text = f"  {line}" if detail else (line if line.startswith("- ") else f"- {line}")
-            bonus = REFERENCED_BONUS if self.referenced(line, position) else 0
+            outcome = None if detail else _action_outcome(text)
+            said = line if outcome is None else outcome  # an action is worth what it found, not what it ran
+            # a checkpoint files the agent's conclusions under its progress: they go back where they belong
+            sink = _prose_group(line) if group == "done" and outcome is None and not detail else group
+            bonus = REFERENCED_BONUS if self.referenced(said, position) else 0
             bonus += EMPHASIS_BONUS if "**" in line else 0  # the agent called it out when it was written
-            base = _MERGED_DETAIL_PRIORITY if detail else _MERGED_PRIORITY.get(group, 70)
-            index = self.add(group, base + min(score(line), 30) + bonus, text)
-            if group == "next":
+            base = _MERGED_DETAIL_PRIORITY if detail else _MERGED_PRIORITY.get(sink, 70)
+            priority = base + min(score(said), 30) + bonus
+            index = self.add(sink, priority if outcome is None else min(priority, ACTION_PRIORITY_MAX), text)
+            if sink == "next":
                 self.old_next.add(index)
 
     def _goal_line(self, line: str, group: str) -> bool:
@@ -316,8 +351,8 @@ class Collector:
         group = "blocked" if failed else "done"
         referenced = self.referenced(outcome, position)
         priority = 50 + (10 if extract_identifiers(head, limit=1) else 0) + (REFERENCED_BONUS if referenced else 0)
-        self.add(group, priority + (10 if failed else 0),
-                 f"{clip(head, COMMAND_CAP_BYTES + 20)} → {clip(outcome, OUTCOME_CAP_BYTES)}")
+        self.add(group, min(priority + (10 if failed else 0), ACTION_PRIORITY_MAX),
+                 f"{clip(head, COMMAND_CAP_BYTES + 20)}{ACTION_ARROW}{clip(outcome, OUTCOME_CAP_BYTES)}")
         details = []
         for index, line in enumerate(lines):
             if line == outcome:
@@ -337,8 +372,9 @@ class Collector:
             value = score(line) + (REFERENCED_BONUS if self.referenced(line, position) else 0)
             value += EMPHASIS_BONUS if "**" in line else 0  # the agent itself called this out
             if latest and (planned or is_plan(line)) and not is_negative(line):
-                self.add("next", 75 + value // 10, f"- {line}")
-            elif is_negative(line):  # the agent's own conclusions are what a successor needs most
+                self.add("next", AGENT_CONCLUSION_PRIORITY + value // 10, f"- {line}")
+            elif is_negative(line) or (is_error(line) and not reports_success(line)):
+                # the agent's own conclusions are what a successor needs most: a dead end, or a failure it saw
                 self.add("blocked", AGENT_CONCLUSION_PRIORITY + value, f"- {line}")
             elif (planned or _PLAN_LEAD_RE.match(line)) and not typed_findings(line):
                 self.add("decisions", 35 + value, f"- {line}")  # an intent of its time, not a finding

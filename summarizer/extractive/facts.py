@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 from summarizer.identifiers import Finding, extract_findings, extract_identifiers, is_case_insensitive_id
 
-__all__ = ["score", "is_strong", "is_error", "is_negative", "is_plan", "is_decision", "is_constraint",
-           "finding_label", "typed_findings", "reference_terms", "terms_of", "noise_identifiers",
+__all__ = ["score", "is_strong", "reports_success", "is_error", "is_negative", "is_plan", "is_decision",
+           "is_constraint", "finding_label", "typed_findings", "reference_terms", "terms_of", "noise_identifiers",
            "is_noise_class", "original_spelling", "clip", "squash", "byte_size", "ELLIPSIS"]
 
 ELLIPSIS = "…"
@@ -21,6 +21,11 @@ _STRONG_RE = re.compile(r"\b(?:open|(?<!not )found|success\w*|succeeded|valid|pw
                         r"hash(?:es)?|secret|token|granted|discovered|confirmed|result|compromised|obtained|findings?|"
                         r"kerberoast\w*|as-?rep\w*)\b|\[\+\]|CVE-",
                         re.IGNORECASE)
+# Of the result words, those that say something worked; the rest ("credentials", "hash", "admin") only name a
+# topic: "[*] Dumping domain credentials" followed by two "[-]" errors is a failure, not a success.
+_SUCCESS_RE = re.compile(r"\b(?:open|(?<!not )found|success\w*|succeeded|valid|pwn3d|cracked|vulnerable|"
+                         r"uid=\d+|authenticated|logged in|dumped|granted|discovered|confirmed|compromised|"
+                         r"obtained)\b|\[\+\]", re.IGNORECASE)
 _ERROR_RE = re.compile(r"\b(?:error|failed|failure|denied|refused|time[d ]?out|not found|invalid|unable|cannot|"
                        r"can't|exception|traceback|forbidden|unauthori[sz]ed|status_[a-z_]+)\b|\[-\]|\[!\]",
                        re.IGNORECASE)
@@ -106,8 +111,15 @@ def is_strong(line: str) -> bool:
     return bool(_STRONG_RE.search(_OPTION_SYNOPSIS_RE.sub("", readable(line))))
 
 
+def reports_success(line: str) -> bool:
+    """A line that says something worked: a finding, a success marker or word (not a topic word alone)."""
+    line = _OPTION_SYNOPSIS_RE.sub("", readable(line))
+    return bool(_SUCCESS_RE.search(line) or extract_findings(line))
+
+
 def is_error(line: str) -> bool:
-    return bool(_ERROR_RE.search(readable(line)))
+    """An error line; option names in a usage synopsis ("[--timeout TIMEOUT]") are not errors."""
+    return bool(_ERROR_RE.search(_OPTION_SYNOPSIS_RE.sub("", readable(line))))
 
 
 def is_negative(line: str) -> bool:

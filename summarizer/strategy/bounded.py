@@ -1,29 +1,39 @@
-"""Bounded summarizer input for the window strategy: what a fold sends the model, and the ledger of the rest.
+"""Bounded summarizer input for the window strategy: what a fold sends the model, the ledger of the rest, and
+the earlier summaries carried forward without being sent again.
 
-A fold replaces everything older than the kept tail, so without a bound each call re-sends a window's worth of
-history, and with a paid summary model that input is the bill. With a bound, the prompt holds the earlier
-summaries at the start of the span (they already stand for the older history) and the newest messages of the
-span that fit; a tool call always goes with its results. The messages left out are still replaced (lineage
-covers them), and what must not be lost from them, the typed findings and identifiers the model's summary does
-not quote, is appended to its summary as the ledger (summarizer.extractive.ledger), computed here from the
-whole span at no model cost, itself bounded so that summaries do not grow without end.
+A fold replaces everything older than the kept tail. Sent whole, each call would re-send a window's worth of
+history and every earlier summary, and with a paid summary model that input is the bill. So a fold's prompt
+holds only the span being dropped that is not a summary yet, its newest messages within `limit_bytes` (a tool
+call always goes with its results), and the user's requests cut to a share of the bound (they are context,
+not content). The rest is kept without model cost:
+  - the messages left out are still replaced (lineage covers them); what must not be lost from them, the typed
+    findings and identifiers the model's summary does not quote, is appended to its summary as the ledger
+    (summarizer.extractive.ledger), computed from the whole span, itself bounded;
+  - the earlier summaries of the span are not sent again: the model's new summary is merged into them
+    deterministically by the offline summarizer's merge (one section per briefing title, lines kept verbatim,
+    the newest first when space is short), within `summary_bytes`, so summaries stay bounded relative to the
+    window however long the chain runs. A span that holds only summaries costs no call at all.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from summarizer.chain.messages import content_text, message_size
 from summarizer.chain.nodes import SUMMARIZATION_TOOL, SUMMARY_PREFIX
+from summarizer.extractive.briefing import extractive_summarize
 from summarizer.extractive.ledger import ledger_for
 from summarizer.passes.prompts import build_summary_prompt
 from summarizer.passes.stages import Batch, Outcome, PassGen
 
-__all__ = ["BoundedPrompts", "bounded", "MESSAGE_FRAME_BYTES", "LEDGER_SHARE"]
+__all__ = ["BoundedPrompts", "bounded", "merge_summaries", "MESSAGE_FRAME_BYTES", "LEDGER_SHARE", "TASK_SHARE"]
 
 Message = dict[str, Any]
 MESSAGE_FRAME_BYTES = 80  # the <message>/<content>/<tool_call> tags around each message in the prompt
 LEDGER_SHARE = 4  # a ledger gets at most a quarter of the input bound: summaries must not grow without end
+TASK_SHARE = 4  # the user's requests, context of every fold's prompt, get at most a quarter of the input bound
+MERGE_ONLY = "\x00merge-only:"  # the prompt of a span holding only earlier summaries: answered here, never sent
 
 
 def _is_summary(message: Message) -> bool:
@@ -31,6 +41,13 @@ def _is_summary(message: Message) -> bool:
     if any((c.get("function") or {}).get("name") == SUMMARIZATION_TOOL for c in calls):
         return True
     return message.get("role") == "assistant" and content_text(message).startswith(SUMMARY_PREFIX.rstrip())
+
+
+def _summary_text(unit: Sequence[Message]) -> str:
+    """The text of a summary unit: the summary tool's answer, or the text after the summarized-content prefix."""
+    if len(unit) > 1:
+        return "\n".join(content_text(m) for m in unit[1:])
+    return content_text(unit[0]).removeprefix(SUMMARY_PREFIX.rstrip()).strip()
 
 
 def _units(messages: Sequence[Message]) -> list[list[Message]]:
@@ -57,51 +74,118 @@ def _cut(text: str, limit: int) -> str:
     return head[:end] if end > 0 else ""
 
 
-class BoundedPrompts:
-    """`build_prompt` for PassContext: prompts within `limit_bytes`; remembers what each bounded prompt left out."""
+def _as_summary_messages(texts: Sequence[str]) -> list[Message]:
+    """Summaries as PentAGI's summary pairs, the shape the offline summarizer reads as earlier summaries."""
+    out: list[Message] = []
+    for i, text in enumerate(texts):
+        call_id = f"merge_{i}"
+        out.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": SUMMARIZATION_TOOL, "arguments": "{}"}}]})
+        out.append({"role": "tool", "tool_call_id": call_id, "content": text})
+    return out
 
-    def __init__(self, limit_bytes: int) -> None:
+
+def merge_summaries(texts: Sequence[str], budget_bytes: int) -> str:
+    """One summary of `texts` (oldest first) within `budget_bytes`, with no model: the offline summarizer's merge
+    of earlier summaries. A single text already within the budget is returned as written."""
+    texts = [t for t in texts if t.strip()]
+    if len(texts) == 1 and len(texts[0].encode("utf-8")) <= budget_bytes:
+        return texts[0]
+    if not texts:
+        return ""
+    return extractive_summarize(build_summary_prompt([], _as_summary_messages(texts)), budget_bytes=budget_bytes)
+
+
+def _cut_humans(humans: Sequence[Message], limit: int) -> list[Message]:
+    """The user's requests within `limit` bytes in all, each cut at a line end: context for the summary."""
+    room = max(limit // max(len(humans), 1), 0)
+    out = []
+    for human in humans:
+        text = content_text(human)
+        out.append(human if len(text.encode("utf-8")) <= room else {"role": "user", "content": _cut(text, room)})
+    return out
+
+
+def _cut_message(message: Message, room: int) -> Message:
+    """A copy of `message` for a prompt, its text and tool-call arguments each cut to `room` bytes."""
+    if message_size(message) <= room:
+        return message
+    text = content_text(message)
+    out = {**message, "content": (_cut(text, room) or text[:room]) if text else message.get("content")}
+    if message.get("tool_calls"):
+        out["tool_calls"] = [{**c, "function": {**fn, "arguments": str(fn.get("arguments"))[:room]}}
+                             if (fn := c.get("function")) else c for c in message["tool_calls"]]
+    return out
+
+
+def _cut_unit(unit: Sequence[Message], limit: int) -> list[Message]:
+    """A unit's messages cut to their share of `limit` (what is cut is still in the span's ledger)."""
+    room = max(limit // max(len(unit), 1) - MESSAGE_FRAME_BYTES, 0)
+    return [_cut_message(m, room) for m in unit]
+
+
+@dataclass(frozen=True)
+class _Fold:
+    span: str  # the prompt of the whole span without its earlier summaries: what the ledger is computed from
+    carried: tuple[str, ...]  # the span's earlier summaries, merged with the model's answer, never sent
+
+
+class BoundedPrompts:
+    """`build_prompt` for PassContext: prompts within `limit_bytes` that never re-send an earlier summary;
+    remembers what each prompt left out and carried forward, so `finish` can complete the model's answer."""
+
+    def __init__(self, limit_bytes: int, summary_bytes: int) -> None:
         self.limit_bytes = limit_bytes
-        self.full: dict[str, str] = {}  # bounded prompt -> the prompt of the whole span
+        self.summary_bytes = summary_bytes
+        self.folds: dict[str, _Fold] = {}
 
     def __call__(self, humans: Sequence[Message], messages: Sequence[Message]) -> str:
-        full = build_summary_prompt(humans, messages)
-        if len(full.encode("utf-8")) <= self.limit_bytes or not messages:
-            return full
         units = _units(messages)
-        lead = 0
-        while lead < len(units) and _is_summary(units[lead][0]):
-            lead += 1
-        budget = self.limit_bytes - sum(_size(u) for u in units[:lead])
+        carried = tuple(_summary_text(u) for u in units if _is_summary(u[0]))
+        fresh = [u for u in units if not _is_summary(u[0])]
+        if not fresh:
+            if not carried:  # nothing at all: PentAGI's prompt of the requests alone
+                return build_summary_prompt(humans, messages)
+            prompt = MERGE_ONLY + str(len(self.folds))
+            self.folds[prompt] = _Fold("", carried)
+            return prompt
+        tasks = _cut_humans(humans, self.limit_bytes // TASK_SHARE)
+        budget = self.limit_bytes - sum(len(content_text(h).encode("utf-8")) for h in tasks)
         newest: list[list[Message]] = []
-        for unit in reversed(units[lead:]):
+        for unit in reversed(fresh):
             if _size(unit) > budget:
                 break
             newest.insert(0, unit)
             budget -= _size(unit)
-        if not lead and not newest and not humans:  # a prompt needs something: the newest step, whatever its size
-            newest = units[-1:]
-        prompt = build_summary_prompt(humans, [m for u in units[:lead] + newest for m in u])
-        if prompt != full:
-            self.full[prompt] = full
+        if not newest:  # a prompt needs something: the newest step, cut to the bound (its ledger keeps the rest)
+            newest = [_cut_unit(fresh[-1], max(budget, self.limit_bytes // TASK_SHARE))]
+        span = build_summary_prompt(humans, [m for u in fresh for m in u])
+        prompt = build_summary_prompt(tasks, [m for u in newest for m in u])
+        self.folds[prompt] = _Fold(span if span != prompt else "", carried)
         return prompt
 
-    def with_ledger(self, prompt: str, summary: str) -> str:
-        """The model's summary of a bounded prompt, with the ledger of the whole span it replaces."""
-        full = self.full.get(prompt)
-        if full is None:
+    def finish(self, prompt: str, summary: str) -> str:
+        """The model's summary of `prompt`, with the ledger of what the prompt left out, merged into the earlier
+        summaries it carried forward, within `summary_bytes`."""
+        fold = self.folds.get(prompt)
+        if fold is None:
             return summary
-        ledger = _cut(ledger_for(full, summary), self.limit_bytes // LEDGER_SHARE)
-        return f"{summary.rstrip()}\n\n{ledger}" if ledger else summary
+        if fold.span:
+            ledger = _cut(ledger_for(fold.span, summary), self.limit_bytes // LEDGER_SHARE)
+            summary = f"{summary.rstrip()}\n\n{ledger}" if ledger else summary
+        return merge_summaries([*fold.carried, summary], self.summary_bytes)
 
 
 def bounded(gen: PassGen, prompts: BoundedPrompts) -> PassGen:
-    """Drive `gen` (whose context builds prompts with `prompts`), appending each bounded prompt's ledger to the
-    summary the model returns for it; failures pass through unchanged."""
+    """Drive `gen` (whose context builds prompts with `prompts`): only prompts with something new go to the
+    model, each answer is completed by `prompts.finish`; failures pass through unchanged."""
     batch = next(gen, None)
     while batch is not None:
-        outcomes: list[Outcome] = yield Batch(batch.stage, batch.prompts)
-        answered = [prompts.with_ledger(p, o) if isinstance(o, str) else o
+        sent = tuple(p for p in batch.prompts if not p.startswith(MERGE_ONLY))
+        answers: list[Outcome] = (yield Batch(batch.stage, sent)) if sent else []
+        by_prompt = dict(zip(sent, answers, strict=False))
+        outcomes = [by_prompt.get(p, "") for p in batch.prompts]
+        answered = [prompts.finish(p, o) if isinstance(o, str) else o
                     for p, o in zip(batch.prompts, outcomes, strict=False)]
         try:
             batch = gen.send(answered)

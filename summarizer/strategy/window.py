@@ -6,10 +6,12 @@ shapes, lineage, QA collapse and tool-pair rules but decides *when* and *how muc
 
   1. Trigger. Nothing is summarized while the view's tokens stay within the trigger: the window minus the
      answer reserve, or `trigger_percent` of the window when that is lower.
-  2. Target. Once over, the passes summarize the oldest content until the view is back at the target: the
-     trigger minus `margin_percent` of it, so the next turns have room before the next pass (one larger
-     summary every few turns costs less input than a small one every turn, which would resend the previous
-     summary each time).
+  2. Target. Once over, the passes summarize the oldest content until the view is back at the target: what
+     the passes can never fold (the system prompt, the user's requests, the newest pair) plus
+     `100 - margin_percent` % of the room the trigger leaves beside it, so a pass frees `margin_percent` % of
+     that room and the next turns have it before the next pass (hysteresis: one larger fold every few turns
+     costs less input than a small one every turn). When that fixed part alone exceeds the trigger no pass
+     can help, so none runs: the window fit decides.
   3. How. Tokens become bytes with the chain's own bytes-per-token ratio (the passes measure UTF-8 bytes,
      pentagi-summarizer.md §1.5). Stage C's QA collapse folds the oldest sections into the one summary
      section, keeping at least `keep_qa_sections` and as many more newest sections as fit the target; then,
@@ -17,9 +19,11 @@ shapes, lineage, QA collapse and tool-pair rules but decides *when* and *how muc
      section's share would be summarized alone, so none is: the oldest pairs fold into one summary pair) by
      the bytes still over the target. The last pair of a section is never summarized. Stage A does not run: it
      condenses every old section whether or not the window needs it, which is the cost this strategy avoids.
-  4. Input. With `input_tokens`, each summarize call is sent at most that much: the earlier summaries of the
-     span and its newest messages; the findings and identifiers of the rest go into the summary's ledger
-     (`bounded`). Without it the model reads the whole span, as PentAGI's passes do.
+  4. Input. With `input_tokens`, each summarize call is sent at most that much, and at most an eighth of the
+     trigger (`input_limit_tokens`): the newest messages of the span that are not summaries yet; the findings
+     and identifiers of the rest go into the summary's ledger, and the span's earlier summaries are merged
+     with the new one without being sent again, within `SUMMARY_SHARE` of the room (`bounded`). Without it
+     the model reads the whole span, earlier summaries included, as PentAGI's passes do.
 
 A view that still does not fit afterwards (one huge newest pair) is left to the window fit
 (`summarizer.compact.fit_to_window`), which the pipeline runs after summarizing in both strategies.
@@ -39,10 +43,14 @@ from summarizer.settings.spec import MIN_BYTES
 from summarizer.strategy.bounded import BoundedPrompts, bounded
 from summarizer.tokens.count import count_tokens
 
-__all__ = ["WindowTarget", "summarize_chain_for_window", "window_passes", "STRATEGIES", "PENTAGI", "WINDOW"]
+__all__ = ["WindowTarget", "summarize_chain_for_window", "window_passes", "fixed_bytes", "STRATEGIES", "PENTAGI",
+           "WINDOW", "INPUT_SHARE", "SUMMARY_SHARE"]
 
 PENTAGI, WINDOW = STRATEGIES = ("pentagi", "window")
 Message = dict[str, Any]
+INPUT_SHARE = 8  # a call's input is at most an eighth of the trigger
+SUMMARY_SHARE = 30  # with a bounded input, the merged summary takes at most this % of the room beside the fixed part
+MIN_SUMMARY_BYTES, MAX_SUMMARY_BYTES = 1024, 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -75,8 +83,14 @@ class WindowTarget:
 
     @property
     def target_tokens(self) -> int:
-        """What a pass brings the view back to."""
+        """What a pass brings the view back to when nothing in it is fixed (see `window_passes` for the rest)."""
         return self.trigger_tokens * (100 - self.margin_percent) // 100
+
+    @property
+    def input_limit_tokens(self) -> int:
+        """At most this much summarizer input per call: `input_tokens`, and never more than an eighth of the
+        trigger (a small window's folds are small); 0 when the model reads the whole span."""
+        return min(self.input_tokens, self.trigger_tokens // INPUT_SHARE) if self.input_tokens else 0
 
 
 def _over_target(ast: ChainAST, target_bytes: int) -> int:
@@ -99,17 +113,25 @@ def _rotate_kept(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, targ
                                                           last_section_reserve_percent=0), ctx)
 
 
-def _summary_room(ast: ChainAST) -> int:
-    """Bytes the new summary will take: as much as the largest summary already in the view (a fold replaces it
-    by one of about its size), so a pass lands at the target rather than a summary above it."""
+def _largest_summary(ast: ChainAST) -> int:
     return max((p.size for s in ast.sections for p in s.body if p.is_summary), default=0)
 
 
-def window_passes(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, target_bytes: int) -> PassGen:
+def fixed_bytes(ast: ChainAST) -> int:
+    """What no pass folds: every section's header (the system prompt, the user's requests) and the newest pair."""
+    newest = ast.sections[-1].body[-1].size if ast.sections and ast.sections[-1].body else 0
+    return sum(s.header.size for s in ast.sections) + newest
+
+
+def window_passes(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, target_bytes: int,
+                  summary_room: int | None = None) -> PassGen:
     """QA collapse of the oldest sections, then rotation of the kept ones, until the view is within
-    `target_bytes` (see the module docstring). Honours `use_qa` and `preserve_last` as PentAGI does."""
+    `target_bytes` (see the module docstring). Honours `use_qa` and `preserve_last` as PentAGI does.
+    `summary_room`: the bytes the new summary will take (default: as much as the largest summary already in
+    the view, since a fold replaces it by one of about its size), so a pass lands at the target."""
     keep = config.keep_qa_sections
-    target_bytes = max(target_bytes - _summary_room(ast), MIN_BYTES)
+    room = _largest_summary(ast) if summary_room is None else summary_room
+    target_bytes = max(target_bytes - room, MIN_BYTES)
     if config.use_qa and _over_target(ast, target_bytes) > 0:
         # stage C keeps the newest sections within max_qa_bytes minus its margin, so the margin is added back
         collapse = config.replace(max_qa_bytes=max(target_bytes, MIN_BYTES) + QA_BYTES_MARGIN,
@@ -126,14 +148,22 @@ def _as_bytes(ast: ChainAST, tokens: int, amount: int) -> int:
 
 def _passes(ast: ChainAST, config: SummarizerConfig, ctx: PassContext, tokens: int, target: WindowTarget,
             decision: dict[str, Any]) -> PassGen:
-    decision["target_bytes"] = _as_bytes(ast, tokens, target.target_tokens)
-    gen = window_passes(ast, config, ctx, decision["target_bytes"])
+    trigger, fixed = _as_bytes(ast, tokens, target.trigger_tokens), fixed_bytes(ast)
+    decision["fixed_bytes"] = fixed
+    if fixed >= trigger:  # the system prompt, the requests and the newest pair alone: no fold can help
+        decision["unreachable"] = True
+        return
+    room = trigger - fixed
+    decision["target_bytes"] = fixed + room * (100 - target.margin_percent) // 100
     if not target.input_tokens:
-        return gen
-    decision["input_bytes_limit"] = _as_bytes(ast, tokens, target.input_tokens)
-    prompts = BoundedPrompts(decision["input_bytes_limit"])
+        yield from window_passes(ast, config, ctx, decision["target_bytes"])
+        return
+    decision["input_bytes_limit"] = _as_bytes(ast, tokens, target.input_limit_tokens)
+    decision["summary_bytes_limit"] = min(max(room * SUMMARY_SHARE // 100, MIN_SUMMARY_BYTES), MAX_SUMMARY_BYTES)
+    prompts = BoundedPrompts(decision["input_bytes_limit"], decision["summary_bytes_limit"])
     ctx.build_prompt = prompts
-    return bounded(gen, prompts)
+    yield from bounded(window_passes(ast, config, ctx, decision["target_bytes"],
+                                     summary_room=decision["summary_bytes_limit"]), prompts)
 
 
 def summarize_chain_for_window(messages: list[Message], config: SummarizerConfig, summarize: SyncSummarize, *,

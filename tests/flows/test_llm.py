@@ -234,6 +234,6 @@ def test_the_public_surface_is_pinned():
         "summarize_callable_for", "chat_callable_for", "provider_from_env", "plan_for", "Plan", "Target", "PURPOSES",
         "clear_summary_caches", "offline_summarizer", "is_offline", "complete", "Completion", "LLMError",
         "ProviderError", "RetryableProviderError",
-        "ContextOverflowError", "SummaryFailed", "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT"}
+        "ContextOverflowError", "SummaryFailed", "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT", "calls_held"}
     assert {"provider_from_env", "provider_for", "discover_window", "model_window_for"} \
         <= set(flows.config.endpoints.__all__)

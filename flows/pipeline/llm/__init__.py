@@ -25,10 +25,11 @@ from flows.pipeline.llm.errors import (
     RetryableProviderError,
     SummaryFailed,
 )
+from flows.pipeline.llm.recording import calls_held
 
 __all__ = [
     "summarize_callable_for", "chat_callable_for", "provider_from_env", "plan_for", "Plan", "Target", "PURPOSES",
     "clear_summary_caches", "offline_summarizer", "is_offline", "complete", "Completion", "LLMError", "ProviderError",
     "RetryableProviderError", "ContextOverflowError", "SummaryFailed", "SUMMARY_SYSTEM_PROMPT",
-    "COMPACTION_SYSTEM_PROMPT",
+    "COMPACTION_SYSTEM_PROMPT", "calls_held",
 ]

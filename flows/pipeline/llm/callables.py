@@ -23,7 +23,7 @@ from flows.models import Flow, ProviderConfig, ProviderKind, SummaryEvent
 from flows.pipeline.llm.client import Completion, complete
 from flows.pipeline.llm.errors import LLMError, SummaryFailed
 from flows.pipeline.llm.prompts import system_prompt_for
-from flows.pipeline.llm.recording import record_call
+from flows.pipeline.llm.recording import held_calls, record_call
 
 __all__ = ["Target", "Plan", "plan_for", "summarize_callable_for", "chat_callable_for", "clear_summary_caches",
            "PURPOSES", "SUMMARY_CACHE_ENTRIES", "offline_summarizer", "is_offline"]
@@ -133,6 +133,7 @@ class _EndpointSummarizer:
     def __init__(self, plan: Plan, *, purpose: str, event: SummaryEvent | None) -> None:
         self.plan, self.purpose, self.event = plan, purpose, event
         self.cache = _cache_for(plan, purpose)
+        self.held = held_calls()  # a dry run's list: read here, on the thread that builds the callable
 
     def __call__(self, prompt: str) -> str:
         messages = [{"role": "system", "content": system_prompt_for(self.purpose)},
@@ -141,7 +142,7 @@ class _EndpointSummarizer:
         if hit is not None:
             first = self.plan.targets[0]
             record_call(provider=first.provider, model=first.model, messages=messages, event=self.event,
-                        duration_ms=0, cached=True)
+                        duration_ms=0, cached=True, held=self.held)
             return hit
         # the ledger is appended before caching: a cache hit returns exactly what the first call returned
         summary = with_ledger(prompt, self._call_targets(messages))
@@ -156,13 +157,13 @@ class _EndpointSummarizer:
                 completion = complete(target.provider, target.model, messages)
             except LLMError as exc:
                 record_call(provider=target.provider, model=target.model, messages=messages, event=self.event,
-                            duration_ms=_elapsed_ms(started), error=exc)
+                            duration_ms=_elapsed_ms(started), error=exc, held=self.held)
                 last = exc
                 if exc.retryable and self.plan.fallback:
                     continue
                 break
             record_call(provider=target.provider, model=target.model, messages=messages, event=self.event,
-                        duration_ms=_elapsed_ms(started), completion=completion)
+                        duration_ms=_elapsed_ms(started), completion=completion, held=self.held)
             return completion.text
         if last is None:  # a plan without a problem always has a target; this is the empty plan's answer
             raise SummaryFailed("summarization failed: no model to ask")

@@ -1,7 +1,9 @@
 """LLMCall rows: one per model call (or summary-cache hit), with usage, our estimate beside it, cost, outcome."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from flows.engine import count_tokens
@@ -9,13 +11,36 @@ from flows.models import LLMCall, ProviderConfig, SummaryEvent
 from flows.pipeline.llm.client import Completion
 from flows.pipeline.llm.errors import LLMError, mask_secret
 
-__all__ = ["record_call", "call_cost_usd", "scrub_secret", "prompt_transcript", "TOKENS_PER_MTOK",
+__all__ = ["record_call", "calls_held", "held_calls",
+           "call_cost_usd", "scrub_secret", "prompt_transcript", "TOKENS_PER_MTOK",
            "ERROR_TEXT_MAX_CHARS", "PROMPT_TEXT_MAX_CHARS", "RESPONSE_TEXT_MAX_CHARS"]
 
 TOKENS_PER_MTOK = 1_000_000
 ERROR_TEXT_MAX_CHARS = 4000
 PROMPT_TEXT_MAX_CHARS = 64 * 1024  # what the event page shows of the prompt; the rest is counted, not stored
 RESPONSE_TEXT_MAX_CHARS = 32 * 1024
+
+
+# A dry run (compaction preview) must write nothing, yet the model calls it makes are real: the callables built
+# inside `calls_held` hand their LLMCall rows to its list unsaved (captured when built, because the engine calls
+# them on its own pool threads), so an apply that reuses the dry run's summary can save them on its event.
+_held: ContextVar[list[LLMCall] | None] = ContextVar("held_llm_calls", default=None)
+
+
+@contextmanager
+def calls_held() -> Iterator[list[LLMCall]]:
+    """Collect, unsaved, the LLMCall rows of the callables built inside the block."""
+    calls: list[LLMCall] = []
+    token = _held.set(calls)
+    try:
+        yield calls
+    finally:
+        _held.reset(token)
+
+
+def held_calls() -> list[LLMCall] | None:
+    """The list a callable built now should hand its rows to (None: save them)."""
+    return _held.get()
 
 
 def call_cost_usd(provider: ProviderConfig | None, prompt_tokens: int, completion_tokens: int) -> float:
@@ -68,11 +93,12 @@ def _billed_tokens(completion: Completion, estimate: int, model: str) -> tuple[i
 
 def record_call(*, provider: ProviderConfig | None, model: str, messages: Sequence[dict[str, Any]],
                 event: SummaryEvent | None, duration_ms: int, completion: Completion | None = None,
-                error: LLMError | None = None, cached: bool = False) -> LLMCall:
+                error: LLMError | None = None, cached: bool = False,
+                held: list[LLMCall] | None = None) -> LLMCall:
     """Store one call: a completion, a failure (`error`), or a summary-cache hit (`cached`, no HTTP call).
 
     Provider-reported tokens are kept as reported (None when absent) beside our estimate; failed calls and
-    cache hits cost nothing.
+    cache hits cost nothing. With `held` (a dry run's list, `calls_held`) the row is appended there unsaved.
     """
     estimate = count_tokens(list(messages), model=model or None)
     call = LLMCall(event=event if event is not None and event.pk else None, provider=provider, model=model,
@@ -86,5 +112,8 @@ def record_call(*, provider: ProviderConfig | None, model: str, messages: Sequen
         call.cost_usd = call_cost_usd(provider, *_billed_tokens(completion, estimate, model))
     if error is not None:
         call.attempts, call.error = max(error.attempts, 1), scrub_secret(str(error), provider)
-    call.save()
+    if held is not None:
+        held.append(call)
+    else:
+        call.save()
     return call
