@@ -11,8 +11,10 @@ byte. `--wires chat,responses` adds the same rows for `POST /v1/responses` (the 
 stateless: `store: false`, the whole input every call, the upstream's output items resent as they came, as Codex
 does); `--wires anthropic` the same for `POST /v1/messages` (the history as Anthropic Messages: the system
 prompt top-level, tool calls as `tool_use` blocks, their results as `tool_result` blocks, to a named Anthropic
-provider). Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40] [--sizes 10,200] [--modes observe]
-[--think-ms 100] [--no-stream] [--wires chat,responses,anthropic]
+provider). `--against-litellm` adds, for every chat case, LiteLLM's proxy in front of the same upstream
+(bench/litellm_proxy.py; `litellm[proxy]` in the bench venv), timed in the same loop: gateway, direct, proxy.
+Usage: .venv/bin/python bench/gateway_overhead.py [--calls 40] [--sizes 10,200] [--modes observe]
+[--think-ms 100] [--no-stream] [--wires chat,responses,anthropic] [--against-litellm]
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from server_harness import HOST, Server  # noqa: E402
+from litellm_proxy import LiteLLMProxy  # noqa: E402
+from server_harness import HOST, Server, free_port  # noqa: E402
 
 SIZES = (10, 200, 2000)
 MODES = ("observe", "manage")
@@ -186,37 +189,55 @@ def pct(values: list[float], q: float) -> float:
 
 
 def run_case(server: Server, upstream_port: int, size: int, mode: str, calls: int, stream: bool,
-             think: float, wire: str = "chat") -> dict[str, Any]:
+             think: float, wire: str = "chat", proxy: LiteLLMProxy | None = None) -> list[dict[str, Any]]:
+    """The case's row, and LiteLLM's row for the same calls when `proxy` is given (chat only)."""
     tag = f"{size}-{mode}-{stream}-{wire}-{time.monotonic_ns()}"
     path = PATHS[wire]
     messages = history(size, tag)
     gw = http.client.HTTPConnection(HOST, server.port, timeout=120)
     up = http.client.HTTPConnection(HOST, upstream_port, timeout=120)
+    lite = http.client.HTTPConnection(HOST, proxy.port, timeout=120) if proxy is not None else None
     headers = {"Authorization": f"Bearer {server.token}", "X-Gateway-Mode": mode}
     provider = "bench-anth" if wire == "anthropic" else "bench-up"
     base = {"model": f"{provider}/bench-model", "stream": stream}
     *_, chain_id = post(gw, path, request_body(wire, base, messages), headers)  # not timed
     settle(gw, server.token, chain_id)
-    gateway, direct, gw_first, up_first = [], [], [], []
+    gateway, direct, gw_first, up_first, proxied, proxied_first = [], [], [], [], [], []
+    plain = {**base, "model": "bench-model"}
     for n in range(calls):
         time.sleep(think)  # the agent's own time between calls (its tools, its model); the worker summarizes
         messages = messages + [ANSWER, {"role": "user", "content": f"Next step {n}."}]
         total, first, _ = post(gw, path, request_body(wire, base, messages), headers)
         gateway.append(total)
         gw_first.append(first)
-        total, first, _ = post(up, path, request_body(wire, {**base, "model": "bench-model"}, messages), {})
+        total, first, _ = post(up, path, request_body(wire, plain, messages), {})
         direct.append(total)
         up_first.append(first)
-    gw.close()
-    up.close()
+        if lite is not None and proxy is not None:
+            total, first, _ = post(lite, path, request_body(wire, plain, messages),
+                                   {"Authorization": f"Bearer {proxy.key}"})
+            proxied.append(total)
+            proxied_first.append(first)
+    for conn in (gw, up, lite):
+        if conn is not None:
+            conn.close()
     summarizing = summarize_seconds(server, chain_id)[-calls:]
     beyond = [g - d - s for g, d, s in zip(gateway, direct, summarizing, strict=True)]
+    rows = [row(wire, size, mode, stream, gateway, gw_first, direct, up_first, summarizing, beyond)]
+    if proxied:
+        rows.append(row(wire, size, "LiteLLM proxy", stream, proxied, proxied_first, direct, up_first,
+                        [0.0] * calls, [p - d for p, d in zip(proxied, direct, strict=True)]))
+    return rows
+
+
+def row(wire: str, size: int, mode: str, stream: bool, timed: list[float], first: list[float], direct: list[float],
+        direct_first: list[float], summarizing: list[float], beyond: list[float]) -> dict[str, Any]:
     return {"size": size, "mode": mode, "stream": stream, "wire": wire,
-            "gw50": pct(gateway, 0.5), "gw99": pct(gateway, 0.99),
+            "gw50": pct(timed, 0.5), "gw99": pct(timed, 0.99),
             "up50": pct(direct, 0.5), "up99": pct(direct, 0.99),
-            "add50": pct(gateway, 0.5) - pct(direct, 0.5), "add99": pct(gateway, 0.99) - pct(direct, 0.99),
+            "add50": pct(timed, 0.5) - pct(direct, 0.5), "add99": pct(timed, 0.99) - pct(direct, 0.99),
             "sum50": pct(summarizing, 0.5), "beyond50": pct(beyond, 0.5),
-            "ttfb50": pct(gw_first, 0.5), "up_ttfb50": pct(up_first, 0.5)}
+            "ttfb50": pct(first, 0.5), "up_ttfb50": pct(direct_first, 0.5)}
 
 
 def settle(conn: http.client.HTTPConnection, token: str, chain_id: str) -> None:
@@ -251,6 +272,9 @@ def main() -> None:
                         help="pause before each call, as an agent's own tools and model take; the worker summarizes "
                              "the previous turn meanwhile, as it would between real calls (default 100; 0 makes "
                              "that summarization compete with the timed call)")
+    parser.add_argument("--against-litellm", action="store_true",
+                        help="also time LiteLLM's proxy in front of the same upstream (chat rows; needs "
+                             "litellm[proxy] in this interpreter's venv)")
     args = parser.parse_args()
     sizes, modes, wires = [int(s) for s in args.sizes.split(",")], args.modes.split(","), args.wires.split(",")
     upstream = ThreadingHTTPServer((HOST, 0), Instant)
@@ -259,23 +283,41 @@ def main() -> None:
     port = upstream.server_address[1]
     for key in ("LLM_SERVER_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(key, None)
-    rows = []
+    proxy = LiteLLMProxy(f"http://{HOST}:{port}/v1", free_port()).__enter__() if args.against_litellm else None
+    try:
+        rows = run_all(args, port, sizes, modes, wires, proxy)
+    finally:
+        if proxy is not None:
+            proxy.__exit__()
+        upstream.shutdown()
+    print_table(rows)
+
+
+def run_all(args: argparse.Namespace, port: int, sizes: list[int], modes: list[str], wires: list[str],
+            proxy: LiteLLMProxy | None) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    think = args.think_ms / 1000
     with Server(db="sqlite", layer="embedded") as server:
         server._manage("shell", "-c", "from flows.models import ProviderConfig; ProviderConfig.objects.create("
                        f"name='bench-up', kind='openai', base_url='http://{HOST}:{port}/v1')\n"
                        f"ProviderConfig.objects.create(name='bench-anth', kind='anthropic', base_url='http://{HOST}:{port}')")
         for wire in wires:
+            against = proxy if wire == "chat" else None
             for size in sizes:
                 for mode in modes:
-                    rows.append(run_case(server, port, size, mode, args.calls, stream=False,
-                                         think=args.think_ms / 1000, wire=wire))
+                    rows += run_case(server, port, size, mode, args.calls, stream=False, think=think, wire=wire,
+                                     proxy=against)
                     print(f"done {wire} {size} {mode}", file=sys.stderr, flush=True)
             for mode in [] if args.no_stream else modes:
-                rows.append(run_case(server, port, 200, mode, args.calls, stream=True, think=args.think_ms / 1000,
-                                     wire=wire))
-    upstream.shutdown()
-    print("| wire | messages | mode | stream | gateway p50 / p99 ms | direct p50 / p99 ms | added p50 / p99 ms "
-          "| of it summarizing p50 ms | added beyond summarizing p50 ms | first byte p50 ms (gateway / direct) |")
+                rows += run_case(server, port, 200, mode, args.calls, stream=True, think=think, wire=wire,
+                                 proxy=against)
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print("| wire | messages | mode | stream | gateway (or proxy) p50 / p99 ms | direct p50 / p99 ms "
+          "| added p50 / p99 ms | of it summarizing p50 ms | added beyond summarizing p50 ms "
+          "| first byte p50 ms (gateway / direct) |")
     print("|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['wire']} | {r['size']:,} | {r['mode']} | {'yes' if r['stream'] else 'no'} "

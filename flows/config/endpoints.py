@@ -11,25 +11,23 @@ The raw API key never leaves this module except inside the openai client: logs a
 """
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import openai
 from django.db import IntegrityError, transaction
-from django.db.models.signals import post_delete, post_save
 
+from flows.config.table_copy import TableCopy
 from flows.engine import ModelInfo, lookup_model, window_from_models_payload
 from flows.models import Flow, ModelWindow, ProviderConfig, ProviderKind
 
 __all__ = [
     "ENV_PROVIDER_NAME", "DEFAULT_OPENAI_BASE_URL", "DEFAULT_OPENAI_MODEL", "DISCOVERY_TIMEOUT_SECONDS",
     "provider_from_env", "provider_for", "openai_client_for", "discover_window", "model_window_for",
-    "split_model_ref", "routed_model_id", "providers_changed", "PROVIDER_CACHE_SECONDS", "provider_of_kind",
+    "split_model_ref", "routed_model_id", "providers_changed", "PROVIDERS", "provider_of_kind",
     "ANTHROPIC_PROVIDER_NAME",
 ]
 
@@ -167,57 +165,18 @@ def _save_env_window(model: str, raw_tokens: str) -> None:
                                                                                "source": SOURCE_ENV})
 
 
-# Providers as last read, for lookups outside transactions (every gateway call makes one): the table is tiny
-# and rarely edited. A save or delete in this process drops the copy; another process's edit (another server,
-# a `manage.py` command) is seen within PROVIDER_CACHE_SECONDS. Inside a transaction the table is read, so a
-# write that is rolled back (a test's, say) never lingers here.
-PROVIDER_CACHE_SECONDS = 2.0
-_cache_lock = threading.Lock()
-_cached: tuple[float, list[ProviderConfig]] | None = None
-
-
-def providers_changed(**_: Any) -> None:
-    """Drop the cached providers (post_save / post_delete receiver of ProviderConfig): now, and again when
-    the transaction commits (another thread may read the old rows back meanwhile)."""
-    _drop_cache()
-    transaction.on_commit(_drop_cache)
-
-
-def _drop_cache() -> None:
-    global _cached
-    with _cache_lock:
-        _cached = None
-
-
-# The copy exists once this module is loaded, so this module is where edits are watched for.
-post_save.connect(providers_changed, sender=ProviderConfig, dispatch_uid="providers_changed_save")
-post_delete.connect(providers_changed, sender=ProviderConfig, dispatch_uid="providers_changed_delete")
+# Providers as last read, for lookups outside transactions (every gateway call makes one): see table_copy.
+# A name not in the copy is read again (a provider another process just created).
+PROVIDERS: TableCopy[ProviderConfig] = TableCopy(ProviderConfig, "providers")
+providers_changed = PROVIDERS.changed
 
 
 def _find(**match: Any) -> ProviderConfig | None:
-    """The first provider (by pk) whose fields equal `match`, from the cache where it may be used."""
-    if transaction.get_connection().in_atomic_block:
+    """The first provider (by pk) whose fields equal `match`, from the copy where it may be used."""
+    if not PROVIDERS.usable():
         return ProviderConfig.objects.filter(**match).order_by("pk").first()
-    with _cache_lock:
-        cached = _cached
-    found = None
-    if cached is not None and time.monotonic() - cached[0] <= PROVIDER_CACHE_SECONDS:
-        found = _first(cached[1], match)
-    if found is None:  # not cached, too old, or not there: maybe created since (by another process)
-        found = _first(_reload(), match)
-    return None if found is None else copy.copy(found)  # callers may change their copy; the cache stays as read
-
-
-def _first(rows: list[ProviderConfig], match: dict[str, Any]) -> ProviderConfig | None:
-    return next((row for row in rows if all(getattr(row, key) == value for key, value in match.items())), None)
-
-
-def _reload() -> list[ProviderConfig]:
-    global _cached
-    rows = list(ProviderConfig.objects.order_by("pk"))
-    with _cache_lock:
-        _cached = (time.monotonic(), rows)
-    return rows
+    return PROVIDERS.first(lambda row: all(getattr(row, key) == value for key, value in match.items()),
+                           reread_on_miss=True)
 
 
 def provider_for(*, flow: Flow | None = None, name: str | None = None) -> ProviderConfig | None:
@@ -317,17 +276,31 @@ def _discover_once(provider: ProviderConfig, model: str) -> None:
     discover_window(provider, model)
 
 
+# Windows as last read (see table_copy): every gateway call looks its model's up.
+WINDOWS: TableCopy[ModelWindow] = TableCopy(ModelWindow, "model_windows")
+
+
 def _override(model: str) -> ModelWindow | None:
     """An operator's window for the model (admin, or LLM_SERVER_CONTEXT_TOKENS), whichever provider serves it."""
+    if WINDOWS.usable():
+        return WINDOWS.first(lambda row: row.model == model and row.provider_id is None
+                             and row.source != SOURCE_DISCOVERED)
     return ModelWindow.objects.filter(model=model, provider__isnull=True).exclude(source=SOURCE_DISCOVERED).first()
 
 
 def _discovered(provider: ProviderConfig, model: str, discover: bool) -> ModelWindow | None:
-    found = ModelWindow.objects.filter(model=model, provider=provider, source=SOURCE_DISCOVERED).first()
+    found = _discovered_row(provider, model)
     if found is None and discover:
         _discover_once(provider, model)
-        found = ModelWindow.objects.filter(model=model, provider=provider, source=SOURCE_DISCOVERED).first()
+        found = _discovered_row(provider, model)
     return found
+
+
+def _discovered_row(provider: ProviderConfig, model: str) -> ModelWindow | None:
+    if WINDOWS.usable():
+        return WINDOWS.first(lambda row: row.model == model and row.provider_id == provider.pk
+                             and row.source == SOURCE_DISCOVERED)
+    return ModelWindow.objects.filter(model=model, provider=provider, source=SOURCE_DISCOVERED).first()
 
 
 def model_window_for(*, flow: Flow | None = None, model: str | None = None, provider: ProviderConfig | None = None,
@@ -345,10 +318,14 @@ def model_window_for(*, flow: Flow | None = None, model: str | None = None, prov
     provider = provider or provider_for(flow=flow)
     if not model and flow is not None:
         model = flow.model_name or (provider.model if provider is not None else "")
-    model = routed_model_id(provider, model or "") if provider is not None else (model or "").strip()
+    ref = (model or "").strip()
+    model = routed_model_id(provider, ref) if provider is not None else ref
     if not model:
         return None, None, "unknown"
-    row = _override(model)
+    # an override written as agents name the model on that provider ("demo/pentest-agent-16k", the demo's own) is
+    # the most specific; else the id the provider serves it under
+    prefixed = f"{provider.name}/{model}" if provider is not None else ref
+    row = next((found for found in map(_override, dict.fromkeys((prefixed, ref, model))) if found), None)
     if row is not None:
         return row.context_window, row.max_output_tokens, f"override ({row.source})"
     row = _discovered(provider, model, discover) if provider is not None else None

@@ -15,6 +15,9 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
@@ -27,7 +30,8 @@ __all__ = [
     "CompactionSkippedEvent", "CompactionFailedEvent", "GatewayCallEvent", "GatewayCallDeltaEvent",
     "ChainRewrittenEvent", "AgentLoopEvent", "FlowAgentAddedEvent",
     "ChainEvent", "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES",
-    "group_name", "group_notify", "broadcast", "abroadcast", "bind_event_loop", "layer_message",
+    "group_name", "group_notify", "broadcast", "abroadcast", "bind_event_loop", "BroadcastBatch",
+    "broadcasts_batched", "layer_message",
 ]
 
 log = logging.getLogger(__name__)
@@ -216,7 +220,63 @@ def _running_on(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
+class BroadcastBatch:
+    """The broadcasts a thread makes while it works for a coroutine of the server's loop (a gateway thread hop),
+    handed to that loop in one go when the coroutine has the thread's result (`hand_over`).
+
+    Handed over one by one, each broadcast wakes the loop from the middle of the thread's work and the two
+    threads trade the interpreter lock back and forth while a model call waits; batched, the loop sends them
+    on the wake-up it takes anyway to resume the coroutine, in the order they were made. A broadcast made
+    after the hand-over (the coroutine was cancelled while the thread ran on) goes the usual way."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[tuple[Any, str, dict[str, Any]]] = []
+        self._open = True
+
+    def add(self, layer: Any, group: str, message: dict[str, Any]) -> bool:
+        with self._lock:
+            if self._open:
+                self._items.append((layer, group, message))
+            return self._open
+
+    def hand_over(self) -> None:
+        """On the server's loop: close the batch and send what it holds, in order, in one task."""
+        with self._lock:
+            self._open, items, self._items = False, self._items, []
+        if items:
+            task = asyncio.ensure_future(_send_all(items))
+            _sending.add(task)
+            task.add_done_callback(_sending.discard)
+
+
+_sending: set[asyncio.Future[None]] = set()  # batches being sent (referenced until done)
+_batched = threading.local()
+
+
+@contextmanager
+def broadcasts_batched(batch: BroadcastBatch) -> Iterator[None]:
+    """Within the block, this thread's broadcasts go into `batch` (see BroadcastBatch)."""
+    previous = getattr(_batched, "batch", None)
+    _batched.batch = batch
+    try:
+        yield
+    finally:
+        _batched.batch = previous
+
+
+async def _send_all(items: list[tuple[Any, str, dict[str, Any]]]) -> None:
+    for layer, group, message in items:
+        try:
+            await layer.group_send(group, message)
+        except Exception:  # best effort, like every broadcast: the page catches up by seq
+            log.warning("broadcast of %s to %s failed", message.get("type"), group, exc_info=True)
+
+
 def _send(layer: Any, group: str, message: dict[str, Any]) -> None:
+    batch: BroadcastBatch | None = getattr(_batched, "batch", None)
+    if batch is not None and batch.add(layer, group, message):
+        return
     loop = _server_loop
     if loop is not None and loop.is_running() and not _running_on(loop):
         # Handed to the loop without waiting: a write (a gateway call's appends) must not stall on the loop's

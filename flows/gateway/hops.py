@@ -31,7 +31,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
 
-from flows.core import publishing_in_background
+from flows.core import BroadcastBatch, broadcasts_batched, publishing_in_background
 
 __all__ = ["in_gateway_handler", "under_gateway_handler", "run", "after_response", "start_after_response"]
 
@@ -99,12 +99,18 @@ async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`fn(*args, **kwargs)` in a thread that may use the ORM, awaited from the event loop."""
     if not in_gateway_handler():
         return await sync_to_async(fn)(*args, **kwargs)
-    return await sync_to_async(_tidy_after, thread_sensitive=False, executor=_executor())(fn, *args, **kwargs)
-
-
-def _tidy_after(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    batch = BroadcastBatch()  # the hop's live events, sent by this loop once it has the result
     try:
-        with publishing_in_background():  # the summarization a turn queues is published off the call's path
+        return await sync_to_async(_tidy_after, thread_sensitive=False, executor=_executor())(batch, fn, *args,
+                                                                                               **kwargs)
+    finally:
+        batch.hand_over()
+
+
+def _tidy_after(batch: BroadcastBatch, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    try:
+        # The summarization a turn queues is published off the call's path, its live events by the loop.
+        with publishing_in_background(), broadcasts_batched(batch):
             return fn(*args, **kwargs)
     finally:
         _tidy_connections()

@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from flows.config import endpoints as providers
-from flows.config import model_window_for, provider_for, provider_from_env, split_model_ref
+from flows.config import model_window_for, provider_for, provider_from_env, split_model_ref, table_copy
 from flows.config.endpoints import DEFAULT_OPENAI_BASE_URL, discover_window
 from flows.ingest import flow_create
 from flows.models import ModelWindow, ProviderConfig
@@ -54,6 +54,20 @@ def test_a_later_environment_updates_the_row_but_keeps_admin_edited_fields():
     updated = provider_from_env({**LLAMA_SERVER_ENV, "LLM_SERVER_MODEL": "qwen2.5-7b"})
     assert (updated.pk, updated.model, updated.prompt_cost_per_mtok) == (provider.pk, "qwen2.5-7b", 1.5)
     assert ProviderConfig.objects.count() == 1
+
+
+def test_pentagis_anthropic_variables_make_the_anthropic_provider_never_the_default():
+    """ANTHROPIC_SERVER_URL / ANTHROPIC_API_KEY (issue 21): the provider /v1/messages goes to; summaries keep theirs."""
+    env = {**LLAMA_SERVER_ENV, "ANTHROPIC_SERVER_URL": "http://claude-proxy:8080/v1", "ANTHROPIC_API_KEY": "sk-ant-1"}
+    assert provider_from_env(env).name == "env"
+    claude = ProviderConfig.objects.get(name="anthropic")
+    assert (claude.kind, claude.base_url, claude.api_key, claude.is_default) == (
+        "anthropic", "http://claude-proxy:8080/v1", "sk-ant-1", False)
+    assert providers.provider_of_kind("anthropic") == claude
+    provider_from_env({**env, "ANTHROPIC_API_KEY": "sk-ant-2"})  # a later environment updates the same row
+    assert list(ProviderConfig.objects.filter(kind="anthropic").values_list("api_key", flat=True)) == ["sk-ant-2"]
+    provider_from_env({"ANTHROPIC_API_KEY": "sk-ant-3"})  # a key alone points at Anthropic itself
+    assert ProviderConfig.objects.get(name="anthropic").base_url == providers.DEFAULT_ANTHROPIC_BASE_URL
 
 
 def test_the_env_provider_does_not_take_the_default_from_an_admin_provider():
@@ -184,6 +198,19 @@ def test_an_override_wins_over_every_providers_discovery(fake_endpoint):
     assert model_window_for(model="qwen-local", provider=routed) == (20000, None, "override (admin)")
 
 
+def test_an_override_named_as_the_agent_names_the_model_applies_to_the_routed_call(fake_endpoint, flow):
+    """The demo stores its window as "demo/pentest-agent-16k" (the model its agent asks for); the gateway routes
+    that to provider demo, model "pentest-agent-16k": the window must still be known there, else nothing fits the
+    view before the call and the demo's upstream refuses an overflow nothing recovers from."""
+    routed = make_provider(fake_endpoint.url, name="lab")  # its listing reports no window
+    ModelWindow.objects.create(model="lab/qwen-local", context_window=16384, source="demo")
+    assert model_window_for(model="lab/qwen-local", provider=routed) == (16384, None, "override (demo)")
+    # as a gateway call's route names it (the provider, and the id it serves): the same window
+    assert model_window_for(flow=flow, provider=routed, model="qwen-local")[0] == 16384
+    ModelWindow.objects.create(model="qwen-local", context_window=8192, source="admin")
+    assert model_window_for(flow=flow, provider=routed, model="qwen-local")[0] == 16384  # the named one wins
+
+
 def test_a_bare_model_id_asks_no_endpoint(fake_endpoint):
     fake_endpoint.models_payload = {"data": [{"id": "qwen-local", "context_length": 40960}]}
     make_provider(fake_endpoint.url, name="lab")
@@ -196,12 +223,12 @@ def test_outside_transactions_providers_are_cached_and_an_edit_in_this_process_d
     providers.providers_changed()
     ProviderConfig.objects.create(name="cached", kind="openai", base_url="http://one.example/v1")
     assert split_model_ref("cached/m")[0].base_url == "http://one.example/v1"
-    # another process's write (no signal here): seen once the copy is older than PROVIDER_CACHE_SECONDS
+    # another process's write (no signal here): seen once the copy is older than TABLE_COPY_SECONDS
     ProviderConfig.objects.filter(name="cached").update(base_url="http://two.example/v1")
     assert split_model_ref("cached/m")[0].base_url == "http://one.example/v1"
-    monkeypatch.setattr(providers, "PROVIDER_CACHE_SECONDS", 0.0)
+    monkeypatch.setattr(table_copy, "TABLE_COPY_SECONDS", 0.0)
     assert split_model_ref("cached/m")[0].base_url == "http://two.example/v1"
-    monkeypatch.setattr(providers, "PROVIDER_CACHE_SECONDS", 60.0)
+    monkeypatch.setattr(table_copy, "TABLE_COPY_SECONDS", 60.0)
     row = ProviderConfig.objects.get(name="cached")
     row.base_url = "http://three.example/v1"
     row.save()  # this process's edit: seen at once
@@ -214,3 +241,18 @@ def test_outside_transactions_providers_are_cached_and_an_edit_in_this_process_d
     # one created by another process (no signal here) is found at once: a name not cached is read again
     ProviderConfig.objects.bulk_create([ProviderConfig(name="elsewhere", kind="openai")])
     assert split_model_ref("elsewhere/m")[0].name == "elsewhere"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_transactions_windows_come_from_a_copy_that_an_edit_in_this_process_drops(monkeypatch):
+    providers.WINDOWS.drop()
+    assert model_window_for(model="copy-model") == (None, None, "unknown")
+    row = ModelWindow.objects.create(model="copy-model", context_window=20000, source="admin")  # this process
+    assert model_window_for(model="copy-model") == (20000, None, "override (admin)")
+    ModelWindow.objects.filter(pk=row.pk).update(context_window=30000)  # another process's write: no signal
+    assert model_window_for(model="copy-model")[0] == 20000
+    monkeypatch.setattr(table_copy, "TABLE_COPY_SECONDS", 0.0)
+    assert model_window_for(model="copy-model")[0] == 30000
+    monkeypatch.setattr(table_copy, "TABLE_COPY_SECONDS", 60.0)
+    ModelWindow.objects.get(pk=row.pk).delete()
+    assert model_window_for(model="copy-model") == (None, None, "unknown")
