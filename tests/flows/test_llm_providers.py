@@ -56,6 +56,20 @@ def test_a_later_environment_updates_the_row_but_keeps_admin_edited_fields():
     assert ProviderConfig.objects.count() == 1
 
 
+def test_pentagis_anthropic_variables_make_the_anthropic_provider_never_the_default():
+    """ANTHROPIC_SERVER_URL / ANTHROPIC_API_KEY (issue 21): the provider /v1/messages goes to; summaries keep theirs."""
+    env = {**LLAMA_SERVER_ENV, "ANTHROPIC_SERVER_URL": "http://claude-proxy:8080/v1", "ANTHROPIC_API_KEY": "sk-ant-1"}
+    assert provider_from_env(env).name == "env"
+    claude = ProviderConfig.objects.get(name="anthropic")
+    assert (claude.kind, claude.base_url, claude.api_key, claude.is_default) == (
+        "anthropic", "http://claude-proxy:8080/v1", "sk-ant-1", False)
+    assert providers.provider_of_kind("anthropic") == claude
+    provider_from_env({**env, "ANTHROPIC_API_KEY": "sk-ant-2"})  # a later environment updates the same row
+    assert list(ProviderConfig.objects.filter(kind="anthropic").values_list("api_key", flat=True)) == ["sk-ant-2"]
+    provider_from_env({"ANTHROPIC_API_KEY": "sk-ant-3"})  # a key alone points at Anthropic itself
+    assert ProviderConfig.objects.get(name="anthropic").base_url == providers.DEFAULT_ANTHROPIC_BASE_URL
+
+
 def test_the_env_provider_does_not_take_the_default_from_an_admin_provider():
     admin_default = make_provider("http://127.0.0.1:9/v1", name="admin-one")
     provider_from_env(LLAMA_SERVER_ENV)
