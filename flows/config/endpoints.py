@@ -318,10 +318,14 @@ def model_window_for(*, flow: Flow | None = None, model: str | None = None, prov
     provider = provider or provider_for(flow=flow)
     if not model and flow is not None:
         model = flow.model_name or (provider.model if provider is not None else "")
-    model = routed_model_id(provider, model or "") if provider is not None else (model or "").strip()
+    ref = (model or "").strip()
+    model = routed_model_id(provider, ref) if provider is not None else ref
     if not model:
         return None, None, "unknown"
-    row = _override(model)
+    # an override written as agents name the model on that provider ("demo/pentest-agent-16k", the demo's own) is
+    # the most specific; else the id the provider serves it under
+    prefixed = f"{provider.name}/{model}" if provider is not None else ref
+    row = next((found for found in map(_override, dict.fromkeys((prefixed, ref, model))) if found), None)
     if row is not None:
         return row.context_window, row.max_output_tokens, f"override ({row.source})"
     row = _discovered(provider, model, discover) if provider is not None else None

@@ -22,7 +22,25 @@ from flows.demo.upstream import ANSWER_FIELD
 from flows.ingest import chain_append
 from flows.models import Chain
 
-__all__ = ["Post", "ModelTurns", "DemoCallError", "GatewayTurns", "DirectTurns", "FirstCallFallback", "http_post"]
+__all__ = ["DEMO_TOOLS", "Post", "ModelTurns", "DemoCallError", "GatewayTurns", "DirectTurns", "FirstCallFallback",
+           "http_post"]
+
+# The tools the demo agent calls, declared as a PentAGI agent declares them on every request: the gateway counts
+# their tokens into the fit and the call page and the chain's context breakdown show them.
+DEMO_TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {
+        "name": "terminal", "description": "Run a shell command in the attacker container and return its output.",
+        "parameters": {"type": "object", "required": ["input"], "properties": {
+            "input": {"type": "string", "description": "the command line"},
+            "cwd": {"type": "string", "description": "working directory"},
+            "detach": {"type": "boolean", "description": "run in the background"},
+            "timeout": {"type": "integer", "description": "seconds before the command is killed"}}}}},
+    {"type": "function", "function": {
+        "name": "browser", "description": "Fetch a web page and return it as markdown, or its links.",
+        "parameters": {"type": "object", "required": ["url", "action"], "properties": {
+            "url": {"type": "string"}, "action": {"type": "string", "enum": ["markdown", "links"]}}}}},
+]
+
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +86,8 @@ class GatewayTurns:
         self.token, self.chain_id, self.model, self.post = token, chain_id, model, post
 
     def call(self, history: list[Message], answer: Message) -> Message:
-        body = json.dumps({"model": self.model, "messages": history, ANSWER_FIELD: answer}).encode()
+        body = json.dumps({"model": self.model, "messages": history, "tools": DEMO_TOOLS,
+                           ANSWER_FIELD: answer}).encode()
         status, headers, raw = self.post(self.url, body, {
             "Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
             "X-Chain-Id": str(self.chain_id), "X-Agent-Type": "pentester"})

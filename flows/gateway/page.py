@@ -67,7 +67,10 @@ def _answer(call: GatewayCall) -> dict[str, Any]:
         calls.append({"id": tool_call.get("id", ""), "name": fn.get("name", "?"), "arguments": args})
     text = answer.get("content") if isinstance(answer.get("content"), str) else message_text(
         {"content": answer.get("content")})
-    return {"answer": {"text": text or "", "tool_calls": calls, "reasoning": answer.get("reasoning") or ""}}
+    reasoning = answer.get("reasoning")  # {content, signature}: its text, never the dict's repr
+    thinking = reasoning.get("content") if isinstance(reasoning, dict) else reasoning
+    thinking = thinking if isinstance(thinking, str) else ""
+    return {"answer": {"text": text or "", "tool_calls": calls, "reasoning": thinking}}
 
 
 @login_required

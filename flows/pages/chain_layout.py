@@ -37,6 +37,7 @@ class RawRow:
     preview: str
     full: str
     clipped: bool  # full text was cut at FULL_TEXT_CHARS
+    thinking: str = ""  # the model's reasoning (Anthropic's thinking blocks), shown folded above the body
 
     @property
     def long(self) -> bool:
@@ -119,7 +120,14 @@ def raw_row(message: Message, tool_names: dict[str, str]) -> RawRow:
     full = text[:FULL_TEXT_CHARS]
     return RawRow(seq=message.seq, role=message.role, tool=tool_name_of(data, tool_names),
                   byte_size=message.byte_size, tokens=message.token_count, preview=_preview(text), full=full,
-                  clipped=len(text) > FULL_TEXT_CHARS)
+                  clipped=len(text) > FULL_TEXT_CHARS, thinking=reasoning_text(data)[:FULL_TEXT_CHARS])
+
+
+def reasoning_text(message: dict[str, Any]) -> str:
+    """The text of a message's reasoning ({content, signature}; redacted thinking has no content)."""
+    reasoning = message.get("reasoning")
+    content = reasoning.get("content") if isinstance(reasoning, dict) else None
+    return content if isinstance(content, str) else ""
 
 
 def view_rows(view: ChainView | None, tool_names: dict[str, str], *, model: str = "",

@@ -70,6 +70,12 @@ function rawRow(m) {
   const tokens = m.token_count === null || m.token_count === undefined ? "" : ` · ${m.token_count} tok`;
   meta.append(el("span", "size", kb(m.byte_size || 0) + tokens));
   li.append(meta);
+  const thinking = m.reasoning && typeof m.reasoning.content === "string" ? m.reasoning.content : "";
+  if (thinking) {
+    const fold = el("details", "msg-body msg-thinking");
+    fold.append(el("summary", "", "thinking"), el("pre", "", thinking));
+    li.append(fold);
+  }
   const text = messageText(m);
   if (text.length > PREVIEW_CHARS) {
     const details = el("details", "msg-body");

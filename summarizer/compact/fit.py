@@ -238,27 +238,30 @@ def _summary_budget(available_tokens: float) -> int:
 
 def _hopeless(view: list[Message], window_tokens: int, target: float, model: str | None,
               measure: Callable[[Message], int]) -> bool:
-    """True when no step can fit the view: the system message and the newest tool round (or message), its tool
-    results already truncated as step c would, leave less than the smallest summary's room under `target`.
-    Every step keeps those verbatim, so summarizing first would only spend model calls on a refusal."""
-    last_round = max((i for i, m in enumerate(view) if m.get("role") != "tool"), default=0)
-    head = system_head(view)
-    kept = view[:head] + view[max(last_round, head):]
+    """True when no step can fit the view: what every step keeps (`_irreducible`: the system message, the newest
+    user message, which a window cut quotes in its checkpoint, and the newest round), its tool results already
+    truncated as step c would, leaves less than the smallest summary's room under `target`. Summarizing first
+    would only spend model calls on the same refusal."""
+    kept = [view[i] for i in sorted(_irreducible(view))]
     truncated, _ = truncate_tool_results(kept, window_tokens=window_tokens, model=model)
     return sum(measure(m) for m in truncated) + SUMMARY_MIN_BUDGET_TOKENS > target
 
 
-def _irreducible_tokens(view: list[Message], measure: Callable[[Message], int]) -> int:
-    """What no step may drop: the system message, the newest user message and the newest tool round (or
+def _irreducible(view: list[Message]) -> set[int]:
+    """Indices no step may drop: the system message, the newest user message and the newest tool round (or
     message) after it."""
     users = [i for i, m in enumerate(view) if m.get("role") == "user"]
     last_round = max((i for i, m in enumerate(view) if m.get("role") != "tool"), default=0)
-    keep = {last_round, *range(last_round, len(view))}
+    keep = set(range(last_round, len(view)))
     if users:
         keep.add(users[-1])
     if view and view[0].get("role") == "system":
         keep.add(0)
-    return sum(measure(view[i]) for i in keep)
+    return keep
+
+
+def _irreducible_tokens(view: list[Message], measure: Callable[[Message], int]) -> int:
+    return sum(measure(view[i]) for i in _irreducible(view))
 
 
 def _raise_too_large(fit: _Fit, messages: Sequence[Message], window_tokens: int, reserve: int,

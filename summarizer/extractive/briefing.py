@@ -6,9 +6,10 @@ earlier summaries. A PentAGI summary is written as a briefing under fixed titles
 *Task and current goal* (the original task in short, the latest ask verbatim, the current plan step), *Done*
 (one line per action: the call, shortened, and its outcome), *Findings* (typed credentials and hashes, the
 agent's conclusions, result lines), *Negative results and dead ends* (failed actions and the agent's own "no X
-found"), *Open leads / next steps* (from its last plan), then the identifiers no line above quotes, noise
-classes dropped (summarizer.extractive.facts). A compaction prompt that asks for Markdown headings gets those
-headings, in its order, filled from the same groups.
+found"), *Open leads / next steps* (from its last plan), then the identifiers no line above quotes, ranked by
+use and noise classes dropped (summarizer.extractive.ranking), in at most IDENTIFIER_SHARE_MAX of the budget (issue
+23: a list of bare identifiers never crowds out the findings). A compaction prompt that asks for Markdown
+headings gets those headings, in its order, filled from the same groups.
 
 Lines are ranked by what they carry and by what the agent referred to afterwards (a later note or call quoting
 a value from the line), not by position; they are chosen by priority until `budget_bytes` (UTF-8) is used and
@@ -19,36 +20,34 @@ Compaction checkpoints are audited (summarizer.compact.audit), so for them: the 
 characters).") replaces `budget_bytes`; the newest user request is always restated under the goal heading;
 identifiers a retry names come first, then the new messages' identifiers, then an earlier checkpoint's (noise
 last, on one line, since the audit still counts them); payload-sized ones (over the audit's 200 chars) are
-skipped; and the identifier list may take all the budget the goal line leaves.
+skipped; and the audited identifiers may take all the budget the goal line leaves (the names the audit does not
+check, only what is left of the share).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from summarizer.compact.audit import MAX_ENFORCED_IDENTIFIER_CHARS
 from summarizer.extractive.collect import REQUEST_CAP_BYTES, REQUEST_MIN_BYTES, Collector, Item
-from summarizer.extractive.entries import (
-    PREVIOUS_SUMMARY,
-    Entry,
-    named_identifiers,
-    outside_text,
-    parse_prompt,
-    requested_budget_chars,
-    requested_headings,
+from summarizer.extractive.entries import parse_prompt, requested_budget_chars, requested_headings
+from summarizer.extractive.facts import byte_size, clip
+from summarizer.extractive.ranking import listed_identifiers, prompt_identifiers
+from summarizer.extractive.sections import (
+    BRIEFING_ORDER,
+    BRIEFING_TITLES,
+    IDENTIFIERS_LABEL,
+    NOISE_LABEL,
+    heading_group,
 )
-from summarizer.extractive.facts import byte_size, clip, noise_identifiers, original_spelling
-from summarizer.extractive.sections import BRIEFING_ORDER, BRIEFING_TITLES, IDENTIFIERS_LABEL, heading_group
-from summarizer.identifiers import extract_identifiers, extract_names, is_case_insensitive_id, missing_identifiers
+from summarizer.identifiers import is_case_insensitive_id, missing_identifiers
 
 __all__ = ["extractive_summarize", "make_extractive", "prompt_identifiers", "DEFAULT_BUDGET_BYTES"]
 
 DEFAULT_BUDGET_BYTES = 8192
-IDENTIFIER_SHARE_MAX = 0.6            # identifiers may take at most this share of a PentAGI summary
+IDENTIFIER_SHARE_MAX = 0.3            # identifiers may take at most this share of a PentAGI summary
 PAYLOAD_SHARE_MAX = 0.40               # ... and payload-sized runs (ticket blobs, base64) at most this share
 _IDS_SLACK_BYTES = 32                 # the "Identifiers: " label and separators
 EMPTY_SECTION = "None."
 ALL_QUOTED = "All quoted above."
-NOISE_LABEL = "- also in tool output: "
 
 
 class _Quotes:
@@ -180,71 +179,31 @@ def _level(heading: str) -> int:
     return len(heading) - len(heading.lstrip("#"))
 
 
-def _without_contained(ids: list[str]) -> list[str]:
-    """`ids` minus those another one contains ("10.0.0.5" in "10.0.0.5:445", a dump cut short in the whole
-    dump): listing the longer one quotes both, and the audit looks for each as a substring."""
-    out: list[str] = []
-    longer = ""
-    for identifier in sorted(ids, key=len, reverse=True):
-        folded = identifier.upper() in longer.upper() if is_case_insensitive_id(identifier) else identifier in longer
-        if not folded:
-            out.append(identifier)
-            longer += "\n" + identifier
-    keep = set(out)
-    return [i for i in ids if i in keep]
-
-
-def _payloads(spelled: list[str], room: int | None) -> list[str]:
-    """The payload-sized runs to list: smallest first (the most that fit) within `room` bytes (None: all)."""
-    out, used = [], 0
-    for payload in sorted((i for i in spelled if len(i) > MAX_ENFORCED_IDENTIFIER_CHARS), key=len):
-        used += byte_size(payload) + 2
-        if room is not None and used > room:
-            break
-        out.append(payload)
-    return out
-
-
-def _identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool,
-                 payload_room: int | None = None) -> tuple[list[str], list[str], list[str]]:
-    """(identifiers to list, noise, spare payloads): the ones a retry names first, then the input's, as the
-    input spells them.
-
-    Noise (summarizer.extractive.facts.noise_identifiers) is dropped from a PentAGI summary and listed last,
-    compactly, in a checkpoint, whose audit still counts it. Payload-sized runs (over
-    MAX_ENFORCED_IDENTIFIER_CHARS: Kerberos tickets, base64 dumps) are not enforced by the audit and no
-    checkpoint budget holds them, so a checkpoint reserves no room for them; a PentAGI summary lists them last,
-    as many as fit in `payload_room` bytes: a 2 KB ticket blob is worth less than the lines it would push out.
-    The payloads not listed are spare: they take whatever room the lines leave."""
-    # What the audit checks (the new messages) before what only rolls forward (an earlier checkpoint's list).
-    ordered = [e for e in entries if e.name != PREVIOUS_SUMMARY] + [e for e in entries if e.name == PREVIOUS_SUMMARY]
-    source = "\n".join(e.text for e in ordered) + "\n" + outside_text(prompt)
-    unique: dict[str, str] = {}
-    named = named_identifiers(prompt)
-    for identifier in named + extract_identifiers(source) + extract_names(source):
-        unique.setdefault(identifier.upper() if is_case_insensitive_id(identifier) else identifier, identifier)
-    spelled = original_spelling(list(unique.values()), source)
-    agent_text = "\n".join(e.text for e in entries if e.kind in ("ai", "call", "task", "summary"))
-    noise = noise_identifiers(spelled, agent_text + "\n" + "\n".join(named),
-                              (e.text for e in entries if e.kind == "result"))
-    short = [i for i in spelled if len(i) <= MAX_ENFORCED_IDENTIFIER_CHARS]
-    spelled = _without_contained(spelled)
-    payloads = [] if checkpoint else _payloads(spelled, payload_room)
-    spare = [i for i in _payloads(spelled, None) if i not in payloads]
-    listed_noise = [i for i in short if i in noise] if checkpoint else []
-    return [i for i in short if i not in noise] + payloads, listed_noise, spare
-
-
-def prompt_identifiers(prompt: str) -> tuple[list[str], list[str]]:
-    """(identifiers worth carrying, noise) of a summary prompt, as a summary of it would list them."""
-    ids, noise, _ = _identifiers(prompt, parse_prompt(prompt), checkpoint=bool(requested_headings(prompt)))
-    return ids, noise
-
-
 def _goal_bytes(items: list[Item]) -> int:
     """What the newest request costs: it is chosen before the identifiers take the rest of the budget."""
     goals = [it for it in items if it.group == "goal"]
     return max((byte_size(it.text) + 1 for it in goals if it.priority == max(g.priority for g in goals)), default=0)
+
+
+def _checkpoint_ids(ids: list[str], noise: list[str], names: set[str], share: int, room: int,
+                    bullet: bool) -> tuple[list[str], int]:
+    """(ids to list, room for the list) in a checkpoint: it is audited for its identifiers, so they may take
+    everything but the newest request's line; the names the audit does not check only what is left of `share`."""
+    audited = [i for i in ids if i not in names]
+    need = byte_size(_listing(audited, noise, room, bullet))
+    extra = _fitting([i for i in ids if i in names], share - need, bullet)
+    listed = audited + extra
+    return listed, min(room, byte_size(_listing(listed, noise, room, bullet)))
+
+
+def _fitting(ids: list[str], room: int, bullet: bool) -> list[str]:
+    """The longest prefix of `ids` whose listing takes at most `room` bytes."""
+    used, separator = 0, 3 if bullet else 2
+    for count, identifier in enumerate(ids):
+        used += byte_size(identifier) + separator
+        if used > room:
+            return ids[:count]
+    return ids
 
 
 def _listing(ids: list[str], noise: list[str], budget: int, bullet: bool) -> str:
@@ -286,27 +245,31 @@ def extractive_summarize(prompt: str, *, budget_bytes: int = DEFAULT_BUDGET_BYTE
     request_cap = min(REQUEST_CAP_BYTES, max(REQUEST_MIN_BYTES, budget_bytes // 8))
     collector = Collector(entries, structured=bool(layout.headings), request_cap=request_cap)
     items = [it for it in collector.collect() if layout.title(it.group)]
-    ids, noise, spare = _identifiers(prompt, entries, checkpoint=bool(layout.headings),
-                                     payload_room=int(budget_bytes * PAYLOAD_SHARE_MAX))
+    ids, noise, spare, names = listed_identifiers(prompt, entries, checkpoint=bool(layout.headings),
+                                                  payload_room=int(budget_bytes * PAYLOAD_SHARE_MAX))
     bullet = layout.ids_heading is not None
     fixed = layout.skeleton_bytes() + _IDS_SLACK_BYTES
-    # A checkpoint is audited for its identifiers: they may take everything but the newest request's line.
-    # PentAGI summaries are not audited, so there identifiers keep to a share and the lines get the rest.
-    share = budget_bytes - fixed - _goal_bytes(items) if layout.headings else int(budget_bytes * IDENTIFIER_SHARE_MAX)
+    share = int(budget_bytes * IDENTIFIER_SHARE_MAX)
+    if layout.headings:
+        ids, share = _checkpoint_ids(ids, noise, names, share, budget_bytes - fixed - _goal_bytes(items), bullet)
     listing = byte_size(_listing(ids, noise, budget_bytes, bullet))
     reserve = max(min(listing, share), 0)
-    # Lines may count on the listing bytes their identifiers free only while the whole list is reserved.
-    quotes = _Quotes(items, ids if reserve == listing else [], 3 if bullet else 2)
+    # Lines may count on the listing bytes their identifiers free, for the identifiers the reserve holds (the
+    # best-ranked ones: summarizer.extractive.ranking).
+    quotes = _Quotes(items, _fitting(ids, reserve, bullet), 3 if bullet else 2)
     chosen: set[int] = set()
     free = _select(items, budget_bytes - fixed - reserve, chosen, layout.header_cost, quotes) + reserve - quotes.saved
     picked = [items[i] for i in chosen]
     quoted = "\n".join(it.text for it in picked)
-    ids_text = _listing(missing_identifiers(ids, quoted), missing_identifiers(noise, quoted), free, bullet)
+    # Never more than the share on the list (a checkpoint's share holds every identifier its audit checks).
+    room = min(free, share)
+    ids_text = _listing(missing_identifiers(ids, quoted), missing_identifiers(noise, quoted), room, bullet)
     rest = free - byte_size(ids_text)
     if rest > 0:
         rest = _select(items, rest, chosen, layout.header_cost, _Quotes(items, [], 0))
         picked = [items[i] for i in chosen]
-    ids_text = _with_spare(ids_text, spare, rest, bullet)
+    spare_room = min(rest, share - byte_size(ids_text))
+    ids_text = _with_spare(ids_text, spare, spare_room, bullet)
     text = layout.render(picked, ids_text) if (picked or ids_text or layout.headings) else "No content to summarize."
     return clip(text, budget_bytes)
 

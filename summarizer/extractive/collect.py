@@ -373,7 +373,8 @@ class Collector:
             value += EMPHASIS_BONUS if "**" in line else 0  # the agent itself called this out
             if latest and (planned or is_plan(line)) and not is_negative(line):
                 self.add("next", AGENT_CONCLUSION_PRIORITY + value // 10, f"- {line}")
-            elif is_negative(line):  # the agent's own conclusions are what a successor needs most
+            elif is_negative(line) or (is_error(line) and not reports_success(line)):
+                # the agent's own conclusions are what a successor needs most: a dead end, or a failure it saw
                 self.add("blocked", AGENT_CONCLUSION_PRIORITY + value, f"- {line}")
             elif (planned or _PLAN_LEAD_RE.match(line)) and not typed_findings(line):
                 self.add("decisions", 35 + value, f"- {line}")  # an intent of its time, not a finding

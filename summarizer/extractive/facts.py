@@ -118,7 +118,8 @@ def reports_success(line: str) -> bool:
 
 
 def is_error(line: str) -> bool:
-    return bool(_ERROR_RE.search(readable(line)))
+    """An error line; option names in a usage synopsis ("[--timeout TIMEOUT]") are not errors."""
+    return bool(_ERROR_RE.search(_OPTION_SYNOPSIS_RE.sub("", readable(line))))
 
 
 def is_negative(line: str) -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from summarizer.extractive.briefing import prompt_identifiers
 from summarizer.extractive.entries import parse_prompt, requested_headings
 from summarizer.extractive.facts import typed_findings
+from summarizer.extractive.ranking import prompt_identifiers
 from summarizer.extractive.sections import LEDGER_TITLE
 from summarizer.identifiers import missing_identifiers
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["BRIEFING_TITLES", "BRIEFING_ORDER", "IDENTIFIERS_LABEL", "LEDGER_TITLE", "TASK_LABEL", "ASK_LABEL",
-           "STEP_LABEL", "heading_group", "title_group", "is_identifier_list", "NOT_A_TITLE"]
+__all__ = ["BRIEFING_TITLES", "BRIEFING_ORDER", "IDENTIFIERS_LABEL", "NOISE_LABEL", "LEDGER_TITLE", "TASK_LABEL",
+           "ASK_LABEL", "STEP_LABEL", "heading_group", "title_group", "is_identifier_list", "NOT_A_TITLE"]
 
 BRIEFING_TITLES = {"goal": "Task and current goal:", "done": "Done:", "critical": "Findings:",
                    "blocked": "Negative results and dead ends:", "next": "Open leads / next steps:"}
 BRIEFING_ORDER = ("goal", "done", "critical", "blocked", "next")
 IDENTIFIERS_LABEL = "Identifiers:"
+NOISE_LABEL = "- also in tool output: "  # a checkpoint's noise, listed last on one line
 LEDGER_TITLE = "Ledger (audited findings and identifiers):"  # summarizer.extractive.ledger appends it to LLM summaries
 TASK_LABEL = "- Task: "
 ASK_LABEL = "- Latest ask: "

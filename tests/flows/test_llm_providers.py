@@ -56,6 +56,20 @@ def test_a_later_environment_updates_the_row_but_keeps_admin_edited_fields():
     assert ProviderConfig.objects.count() == 1
 
 
+def test_pentagis_anthropic_variables_make_the_anthropic_provider_never_the_default():
+    """ANTHROPIC_SERVER_URL / ANTHROPIC_API_KEY (issue 21): the provider /v1/messages goes to; summaries keep theirs."""
+    env = {**LLAMA_SERVER_ENV, "ANTHROPIC_SERVER_URL": "http://claude-proxy:8080/v1", "ANTHROPIC_API_KEY": "sk-ant-1"}
+    assert provider_from_env(env).name == "env"
+    claude = ProviderConfig.objects.get(name="anthropic")
+    assert (claude.kind, claude.base_url, claude.api_key, claude.is_default) == (
+        "anthropic", "http://claude-proxy:8080/v1", "sk-ant-1", False)
+    assert providers.provider_of_kind("anthropic") == claude
+    provider_from_env({**env, "ANTHROPIC_API_KEY": "sk-ant-2"})  # a later environment updates the same row
+    assert list(ProviderConfig.objects.filter(kind="anthropic").values_list("api_key", flat=True)) == ["sk-ant-2"]
+    provider_from_env({"ANTHROPIC_API_KEY": "sk-ant-3"})  # a key alone points at Anthropic itself
+    assert ProviderConfig.objects.get(name="anthropic").base_url == providers.DEFAULT_ANTHROPIC_BASE_URL
+
+
 def test_the_env_provider_does_not_take_the_default_from_an_admin_provider():
     admin_default = make_provider("http://127.0.0.1:9/v1", name="admin-one")
     provider_from_env(LLAMA_SERVER_ENV)
@@ -182,6 +196,19 @@ def test_an_override_wins_over_every_providers_discovery(fake_endpoint):
     discover_window(routed, "qwen-local")
     ModelWindow.objects.create(model="qwen-local", context_window=20000, source="admin")
     assert model_window_for(model="qwen-local", provider=routed) == (20000, None, "override (admin)")
+
+
+def test_an_override_named_as_the_agent_names_the_model_applies_to_the_routed_call(fake_endpoint, flow):
+    """The demo stores its window as "demo/pentest-agent-16k" (the model its agent asks for); the gateway routes
+    that to provider demo, model "pentest-agent-16k": the window must still be known there, else nothing fits the
+    view before the call and the demo's upstream refuses an overflow nothing recovers from."""
+    routed = make_provider(fake_endpoint.url, name="lab")  # its listing reports no window
+    ModelWindow.objects.create(model="lab/qwen-local", context_window=16384, source="demo")
+    assert model_window_for(model="lab/qwen-local", provider=routed) == (16384, None, "override (demo)")
+    # as a gateway call's route names it (the provider, and the id it serves): the same window
+    assert model_window_for(flow=flow, provider=routed, model="qwen-local")[0] == 16384
+    ModelWindow.objects.create(model="qwen-local", context_window=8192, source="admin")
+    assert model_window_for(flow=flow, provider=routed, model="qwen-local")[0] == 16384  # the named one wins
 
 
 def test_a_bare_model_id_asks_no_endpoint(fake_endpoint):

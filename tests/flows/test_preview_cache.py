@@ -144,7 +144,7 @@ def test_a_failed_summary_is_retried_by_the_next_caller():
 
 
 def test_the_caches_stay_bounded():
-    lru = preview_cache._Lru[int, int](3)
+    lru = preview_cache.Lru[int, int](3)
     for i in range(10):
         lru.put(i, i)
     assert list(lru.items) == [7, 8, 9] and lru.get(2) is None

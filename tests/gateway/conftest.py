@@ -59,6 +59,16 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
 
 
 @pytest.fixture(scope="package")
+def anthropic_stand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The product in front of the scripted Anthropic upstream (tests/gateway/anthropic_stand.py), one for the
+    package's Anthropic tests (the call loops, faults, the browser)."""
+    from tests.gateway.anthropic_stand import running_stand
+
+    with running_stand(tmp_path_factory.mktemp("anthropic-gateway")) as running:
+        yield running
+
+
+@pytest.fixture(scope="package")
 def responses_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """The product in front of the scripted Responses upstream (which also writes the product's summaries)."""
     from tests.gateway.responses_loop import MODEL as RESPONSES_MODEL

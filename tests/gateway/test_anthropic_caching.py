@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.gateway.test_anthropic_gateway import Stand, _turn, running_stand
+from tests.gateway.anthropic_stand import Stand, running_stand, turn
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -29,7 +29,7 @@ def test_after_a_compaction_the_requests_read_the_system_and_the_summary_from_th
     first = len(upstream.cache_log)
     messages: list[Any] = [{"role": "user", "content": "scan the 10.20.5.0/24 range"}]
     for _ in range(TURNS):
-        _turn(window_stand.client("manage"), messages, stream=False)
+        turn(window_stand.client("manage"), messages, stream=False)
     log = upstream.cache_log[first:]
     between = [list(group) for key, group in itertools.groupby(log, key=lambda e: e["summary"]) if key]
     assert between, "the history outgrew the window: a compaction must have happened"

@@ -1,125 +1,27 @@
 """The official `anthropic` SDK through the gateway (`manage.py run`) to a scripted Anthropic upstream that
-enforces the API's rules (window, signed thinking unchanged, tool pairs), in observe and manage mode."""
+enforces the API's rules (window, signed thinking unchanged, tool pairs), in observe and manage mode: tool loops,
+byte-for-byte observe and the export, unknown and bad blocks, broken streams, sessions, count_tokens, rewrites
+and hang-ups (faults and overflow recovery: test_anthropic_faults.py)."""
 from __future__ import annotations
 
-import contextlib
 import copy
-import http.client
 import json
-import time
-from collections.abc import Iterator
-from pathlib import Path
+import uuid
 from typing import Any
 
 import anthropic
 import pytest
 
 from flows.engine import messages_to_anthropic
-from tests.fakes import free_port
-from tests.flows.pipeline_live import PYTHON, Stack, api, wait_http
-from tests.gateway.upstream_anthropic import AnthropicUpstream
+from tests.flows.pipeline_live import api
+from tests.gateway.anthropic_stand import KEY, MODEL, SYSTEM, THINKING, TOOLS, UPSTREAM_WINDOW, Stand, post, turn
 from tests.gateway.upstream_base import TRICKLE_SECONDS
-from tests.gateway.upstream_fake import MODEL as SUMMARY_MODEL
-from tests.gateway.upstream_fake import FakeUpstream
 
 pytestmark = pytest.mark.timeout(600)
 
-KEY = "sk-ant-upstream-secret"
-MODEL = "claude-scripted-1"
-WINDOW = 9000  # ours, for the fit; the upstream refuses over UPSTREAM_WINDOW with its own count
-UPSTREAM_WINDOW = 12_000
-SYSTEM = [{"type": "text", "text": "You are a penetration tester on an authorised engagement. " * 20,
-           "cache_control": {"type": "ephemeral"}}]
-TOOLS = [{"name": "terminal", "description": "run a shell command",
-          "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}]
-THINKING = {"type": "enabled", "budget_tokens": 1024}
-RESULT = "PORT STATE SERVICE\n" + "".join(f"{p}/tcp open ssh OpenSSH 8.9p1 Ubuntu 3ubuntu0.{p}\n" for p in range(120))
-
-
-class Stand:
-    def __init__(self, stack: Stack, port: int, token: str, upstream: AnthropicUpstream) -> None:
-        self.stack, self.token, self.upstream = stack, token, upstream
-        self.base = f"http://127.0.0.1:{port}"
-        self.port = port
-
-    def client(self, mode: str = "manage", **headers: str) -> anthropic.Anthropic:
-        return anthropic.Anthropic(base_url=self.base, api_key=self.token, max_retries=0, timeout=60,
-                                   default_headers={"X-Gateway-Mode": mode, **headers})
-
-    def query(self, expression: str) -> Any:
-        code = ("import json\nfrom flows.models import *\n"
-                f"print('RESULT ' + json.dumps({expression}, default=str))")
-        out = self.stack.manage("shell", "-c", code)
-        return json.loads(next(x for x in out.splitlines() if x.startswith("RESULT "))[7:])
-
-    def chain(self, chain_id: int) -> dict[str, Any]:
-        return api(self.base, "GET", f"/api/chains/{chain_id}", self.token)
-
-    def settled(self, chain_id: int) -> dict[str, Any]:
-        """The chain once its calls are closed (their records, and answers, are written after the response)."""
-        deadline = time.monotonic() + 30
-        while self.query(f"GatewayCall.objects.filter(chain_id={chain_id}, finished_at=None).count()"):
-            assert time.monotonic() < deadline, "a call record was never closed"
-        return self.chain(chain_id)
-
-
-@contextlib.contextmanager
-def running_stand(var_dir: Path, **env: str) -> Iterator[Stand]:
-    """`manage.py run` with the scripted Anthropic upstream as PentAGI's ANTHROPIC_SERVER_URL, `MODEL`'s window
-    set to WINDOW, summaries from a fake OpenAI upstream; `env` adds the server's variables."""
-    upstream = AnthropicUpstream(window_tokens=UPSTREAM_WINDOW, api_key=KEY)
-    summaries = FakeUpstream(window_tokens=100_000)
-    stack = Stack.create(var_dir, LLM_SERVER_URL=summaries.url, LLM_SERVER_KEY="sk-summaries",
-                         LLM_SERVER_MODEL=SUMMARY_MODEL, ANTHROPIC_SERVER_URL=upstream.url + "/v1",
-                         ANTHROPIC_API_KEY=KEY, **env)
-    try:
-        creds = stack.provision()
-        stack.manage("shell", "-c", "from flows.models import ModelWindow\n"
-                     f"ModelWindow.objects.create(model={MODEL!r}, context_window={WINDOW})")
-        port = free_port()
-        proc = stack.start("run", [PYTHON, "manage.py", "run", "--no-demo", "--port", str(port)])
-        wait_http(f"http://127.0.0.1:{port}/accounts/login/", proc, stack.log("run"))
-        yield Stand(stack, port, creds["token"], upstream)
-    finally:
-        stack.close()
-        upstream.close()
-        summaries.close()
-
-
-@pytest.fixture(scope="module")
-def stand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand]:
-    with running_stand(tmp_path_factory.mktemp("anthropic-gateway")) as running:
-        yield running
-
-
-def _create(client: anthropic.Anthropic, messages: list[Any], *, stream: bool, **extra: Any) -> Any:
-    args = {"model": MODEL, "max_tokens": 1024, "system": SYSTEM, "tools": TOOLS, "thinking": THINKING,
-            "messages": messages, **extra}
-    if not stream:
-        return client.messages.with_raw_response.create(**args)
-    with client.messages.with_streaming_response.create(stream=True, **args) as response:
-        events = list(response.iter_lines())
-        return response, events
-
-
-def _turn(client: anthropic.Anthropic, messages: list[Any], *, stream: bool) -> int:
-    """One model call of a tool loop: the answer and a tool result appended; returns the chain id."""
-    if stream:
-        with client.messages.stream(model=MODEL, max_tokens=1024, system=SYSTEM, tools=TOOLS,  # type: ignore
-                                    thinking=THINKING, messages=messages) as events:  # type: ignore
-            answer = events.get_final_message()
-            chain_id = int(events.response.headers["X-Chain-Id"])
-    else:
-        raw = _create(client, messages, stream=False)
-        answer, chain_id = raw.parse(), int(raw.headers["X-Chain-Id"])
-    messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in answer.content]})
-    calls = [b for b in answer.content if b.type == "tool_use"]
-    if calls:
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": b.id, "content": f"$ {b.input['cmd']}\n{RESULT}"} for b in calls]})
-    else:
-        messages.append({"role": "user", "content": f"next host: 10.10.5.{len(messages)}"})
-    return chain_id
+@pytest.fixture
+def stand(anthropic_stand: Stand) -> Stand:
+    return anthropic_stand  # one server for the package's Anthropic tests (tests/gateway/conftest.py)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
@@ -128,7 +30,7 @@ def test_a_20_turn_tool_loop_with_thinking_stays_in_one_chain_and_every_request_
     client = stand.client("manage")
     seen = len(stand.upstream.requests)
     messages: list[Any] = [{"role": "user", "content": f"scan the 10.10.5.0/24 range ({stream})"}]
-    chains = {_turn(client, messages, stream=stream) for _ in range(20)}
+    chains = {turn(client, messages, stream=stream) for _ in range(20)}
     assert len(chains) == 1
     sent = [r for r in stand.upstream.requests[seen:] if r["body"].get("tools")]
     assert len(sent) >= 20
@@ -140,19 +42,32 @@ def test_a_20_turn_tool_loop_with_thinking_stays_in_one_chain_and_every_request_
 
 
 def test_observe_forwards_the_body_byte_for_byte_and_the_stored_chain_exports_the_blocks(stand: Stand) -> None:
+    """Two calls of a tool round; the flow's export in the `anthropic` format (the API's download) gives back the
+    system and every turn as the agent and the upstream wrote them: signed thinking, tool_use, a tool_result
+    with block content and is_error, cache_control markers, the answer's text."""
     messages: list[Any] = [{"role": "user", "content": [{"type": "text", "text": "observe 10.1.1.1",
                                                          "cache_control": {"type": "ephemeral"}}]}]
     body = {"model": MODEL, "max_tokens": 512, "system": SYSTEM, "tools": TOOLS, "thinking": THINKING,
             "messages": messages, "metadata": {"user_id": "u-1"}, "x_vendor": {"kept": True}}
-    raw = (json.dumps(body, indent=3) + "\n").encode()
-    status, headers, answer = _post(stand, "/v1/messages", raw, mode="observe")
-    assert status == 200 and stand.upstream.requests[-1]["raw"] == raw
-    reply = json.loads(answer)
-    stored = stand.settled(int(headers["X-Chain-Id"]))["raw"]
-    exported = messages_to_anthropic(stored)
-    assert exported["system"] == SYSTEM
-    assert exported["messages"] == [*messages, {"role": "assistant", "content": reply["content"]}]
-    assert reply["content"][0]["type"] == "thinking" and reply["content"][0]["signature"]
+    for path in ("/v1/messages", "/v1/messages?beta=true"):  # the SDKs' beta namespace adds the query
+        raw = (json.dumps({**body, "messages": messages}, indent=3) + "\n").encode()
+        status, headers, answer = post(stand, path, raw, mode="observe", **{"anthropic-beta": "context-1m-2025"})
+        asked = stand.upstream.requests[-1]
+        assert status == 200 and asked["raw"] == raw and asked["path"] == path
+        assert asked["headers"]["anthropic-beta"] == "context-1m-2025" and asked["headers"]["x-api-key"] == KEY
+        reply = json.loads(answer)
+        assert reply["content"][0]["type"] == "thinking" and reply["content"][0]["signature"]
+        messages.append({"role": "assistant", "content": reply["content"]})
+        if reply["content"][-1]["type"] == "tool_use":
+            messages.append({"role": "user", "content": [{
+                "type": "tool_result", "tool_use_id": reply["content"][-1]["id"], "is_error": True,
+                "content": [{"type": "text", "text": "nmap: host <10.1.1.1> seems down"}]}]})
+    chain_id = int(headers["X-Chain-Id"])
+    stand.settled(chain_id)
+    exported = api(stand.base, "GET", f"/api/flows/{headers['X-Flow-Id']}/export?format=anthropic&chain={chain_id}",
+                   stand.token)
+    assert exported == {"system": SYSTEM, "messages": messages}
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
 
 
 def test_an_unknown_block_type_reaches_the_upstream_verbatim_and_is_stored_verbatim_in_manage_mode(
@@ -168,32 +83,6 @@ def test_an_unknown_block_type_reaches_the_upstream_verbatim_and_is_stored_verba
         *messages, {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]}]
 
 
-def _post(stand: Stand, path: str, raw: bytes, *, mode: str = "manage",
-          **headers: str) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", stand.port, timeout=60)
-    conn.request("POST", path, body=raw, headers={"x-api-key": stand.token, "Content-Type": "application/json",
-                                                  "anthropic-version": "2023-06-01", "X-Gateway-Mode": mode,
-                                                  **headers})
-    response = conn.getresponse()
-    try:
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        conn.close()
-
-
-@pytest.mark.parametrize("fault,status,kind", [("overloaded", 529, "overloaded_error"),
-                                               ("ratelimit", 429, "rate_limit_error")])
-def test_overloaded_and_rate_limits_pass_through_and_never_compact(stand: Stand, fault: str, status: int,
-                                                                   kind: str) -> None:
-    stand.upstream.faults.append(fault)
-    before = len(stand.upstream.requests)
-    with pytest.raises(anthropic.APIStatusError) as caught:
-        stand.client("manage").messages.create(model=MODEL, max_tokens=256, system=SYSTEM,
-                                               messages=[{"role": "user", "content": f"{fault} 10.2.2.2"}])
-    assert caught.value.status_code == status and caught.value.body["error"]["type"] == kind  # type: ignore
-    assert len(stand.upstream.requests) == before + 1  # no compaction, no retry
-
-
 @pytest.mark.parametrize("content,needle", [
     ([{"type": "tool_result", "tool_use_id": "toolu_never", "content": "x"}], "never issued"),
     ([{"type": "text", "text": "hi"}, {"type": "thinking", "thinking": "t"}], "thinking"),
@@ -203,7 +92,7 @@ def test_bad_blocks_are_an_anthropic_400_and_nothing_is_written(stand: Stand, co
     turns = [{"role": "user", "content": "go"}, {"role": "assistant", "content": content}] \
         if needle == "thinking" else [{"role": "user", "content": content}]
     raw = json.dumps({"model": MODEL, "max_tokens": 64, "messages": turns}).encode()
-    status, _headers, body = _post(stand, "/v1/messages", raw)
+    status, _headers, body = post(stand, "/v1/messages", raw)
     error = json.loads(body)
     assert status == 400 and error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
     assert needle in error["error"]["message"]
@@ -216,7 +105,7 @@ def test_a_broken_stream_ends_with_an_anthropic_error_event_and_nothing_is_appen
     stand.upstream.faults.append(fault)
     raw = json.dumps({"model": MODEL, "max_tokens": 64, "stream": True, "system": "s",
                       "messages": [{"role": "user", "content": f"broken {fault} 10.3.3.3"}]}).encode()
-    status, headers, body = _post(stand, "/v1/messages", raw)
+    status, headers, body = post(stand, "/v1/messages", raw)
     assert status == 200 and body.rstrip().endswith(b"}")
     last = body.strip().split(b"\n\n")[-1]
     assert last.startswith(b"event: error\n") and json.loads(last.split(b"data: ", 1)[1])["type"] == "error"
@@ -226,6 +115,38 @@ def test_a_broken_stream_ends_with_an_anthropic_error_event_and_nothing_is_appen
     assert call == ["failed"]
     error = stand.query(f"GatewayCall.objects.get(chain_id={chain['id']}).error")
     assert ("message_stop" if fault == "cut" else "message_start") in error
+
+
+ROLES = {"pentester": "# SENIOR PENETRATION TESTING EXPERT\n\nYou test the authorized targets you are given.",
+         "searcher": "# WEB INFORMATION RETRIEVAL AGENT\n\nYou find facts quickly and cite them."}
+
+
+@pytest.mark.parametrize("where", ["header", "url"])
+def test_a_session_makes_one_flow_whose_agents_are_named_by_their_system_prompts(stand: Stand, where: str) -> None:
+    """Sessions and agents as for Chat Completions: the session in a header or in the SDK's base URL, the agent
+    type from the title of Anthropic's top-level `system`; each agent's tool round stays in its one chain."""
+    session = f"anth-{where}-{uuid.uuid4().hex}"
+    client = anthropic.Anthropic(base_url=f"{stand.base}/s/{session}" if where == "url" else stand.base,
+                                 api_key=stand.token, max_retries=0, timeout=60,
+                                 default_headers={"X-Gateway-Mode": "observe"} | (
+                                     {"X-Session-Id": session} if where == "header" else {}))
+    flows, chains = set(), {}
+    for role, system in ROLES.items():
+        messages: list[Any] = [{"role": "user", "content": f"{role} task {session}"}]
+        for _call in range(2):  # the tool call, then the answer to its result
+            raw = client.messages.with_raw_response.create(model=MODEL, max_tokens=256, system=system, tools=TOOLS,
+                                                           messages=messages)  # type: ignore[arg-type]
+            answer = raw.parse()
+            flows.add(int(raw.headers["X-Flow-Id"]))
+            chains.setdefault(role, set()).add(int(raw.headers["X-Chain-Id"]))
+            messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in answer.content]})
+            if answer.stop_reason == "tool_use":
+                messages.append({"role": "user", "content": [{"type": "tool_result", "content": "22/tcp open",
+                                                              "tool_use_id": answer.content[-1].id}]})
+    assert len(flows) == 1 and all(len(ids) == 1 for ids in chains.values())
+    flow = api(stand.base, "GET", f"/api/flows/{flows.pop()}", stand.token)
+    assert flow["session_id"] == session
+    assert {agent["agent_type"] for agent in flow["agents"]} == set(ROLES)
 
 
 def test_count_tokens_forwards_to_the_upstream_endpoint(stand: Stand) -> None:
@@ -238,35 +159,14 @@ def test_count_tokens_forwards_to_the_upstream_endpoint(stand: Stand) -> None:
 def test_a_rewritten_history_continues_in_a_successor_chain_with_a_rewrite_event(stand: Stand) -> None:
     client = stand.client("observe")
     messages: list[Any] = [{"role": "user", "content": "rewrite test on 10.4.4.4"}]
-    first = _turn(client, messages, stream=False)
-    _turn(client, messages, stream=False)
+    first = turn(client, messages, stream=False)
+    turn(client, messages, stream=False)
     compacted = [messages[0], {"role": "assistant", "content": "Summary: 10.4.4.4 has 22/tcp open."},
                  {"role": "user", "content": "continue"}]
-    second = _turn(client, copy.deepcopy(compacted), stream=False)
+    second = turn(client, copy.deepcopy(compacted), stream=False)
     assert second != first
     events = stand.query(f"list(SummaryEvent.objects.filter(chain_id={second}).values_list('trigger', flat=True))")
     assert "client-rewrite" in events
-
-
-def test_an_overflow_is_compacted_with_the_reported_count_and_retried(stand: Stand) -> None:
-    messages: list[Any] = [{"role": "user", "content": "overflow test on 10.6.6.6"}]
-    for i in range(14):
-        messages += [{"role": "assistant", "content": [
-                         {"type": "text", "text": f"Scanning port range {i}."},
-                         {"type": "tool_use", "id": f"toolu_ov_{i:02d}", "name": "terminal",
-                          "input": {"cmd": f"nmap -p {i} 10.6.6.6"}}]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_ov_{i:02d}",
-                                                   "content": RESULT}]}]
-    before = len(stand.upstream.requests)
-    raw = stand.client("observe").messages.with_raw_response.create(model=MODEL, max_tokens=256, system=SYSTEM,
-                                                                    tools=TOOLS, messages=messages)  # type: ignore
-    assert raw.parse().content
-    sent = stand.upstream.requests[before:]
-    assert len(sent) >= 2 and len(sent[-1]["body"]["messages"]) < len(messages)
-    chain_id = int(raw.headers["X-Chain-Id"])
-    stand.settled(chain_id)
-    attempts = stand.query(f"list(GatewayCall.objects.filter(chain_id={chain_id}).values_list('attempts', flat=True))")
-    assert attempts and attempts[-1] >= 2
 
 
 def test_a_client_that_hangs_up_mid_stream_cancels_the_upstream_call(stand: Stand) -> None:

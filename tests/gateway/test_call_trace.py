@@ -79,3 +79,32 @@ def test_the_call_page_leads_with_the_request_timing_and_usage_then_the_aligned_
     assert HOSTILE not in page and "&lt;b&gt;shell&lt;/b&gt;" in page
     stored = type(call).objects.get(pk=call.pk)
     assert stored.phases["record_ms"] >= 0 and stored.phases["wait_ms"] == 3
+
+
+@pytest.mark.django_db
+def test_thinking_shows_as_escaped_text_on_the_chain_page_and_in_the_calls_answer(django_user_model):
+    """Anthropic's thinking is stored as the message's reasoning ({content, signature}): both pages show its
+    text, escaped, and never the stored dict (its signature is no reading matter)."""
+    user = django_user_model.objects.create_user("thinking-user", password="x")
+    thought = {"content": f"think {HOSTILE}", "signature": "sig-opaque-123"}
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "scan 10.0.0.6"},
+                {"role": "assistant", "content": [{"type": "text", "text": "on it"}], "reasoning": thought,
+                 "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "t1", "content": "22/tcp open"}]
+    threaded = gateway_thread(user=user, messages=messages)
+    call = gateway_call_start(chain=threaded.chain, user=user, provider=None, model="m", mode=GatewayMode.OBSERVE,
+                              stream=False, request_messages=4, appended=4,
+                              sent=SentMessages(messages, None, threaded.chain.last_seq, exact=True))
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "done"}],
+              "reasoning": {"content": f"conclude {HOSTILE}", "signature": "sig-opaque-456"}}
+    gateway_call_complete(call=call, expected_head=threaded.head_hash, history=messages, answer=answer, status="ok",
+                          http_status=200, latency_ms=10, first_byte_ms=5, usage=None)
+    client = Client()
+    client.force_login(user)
+    chain_page = client.get(f"/chains/{call.chain_id}/").content.decode()
+    call_page = client.get(f"/chains/{call.chain_id}/calls/{call.pk}/").content.decode()
+    escaped = "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;"
+    assert f"think {escaped}" in chain_page and f"conclude {escaped}" in chain_page
+    assert f"conclude {escaped}" in call_page
+    for page in (chain_page, call_page):
+        assert HOSTILE not in page and "sig-opaque" not in page

@@ -16,7 +16,8 @@ CALLS = """
 import json
 from flows.models import GatewayCall
 rows = GatewayCall.objects.filter(chain__agent__flow__title__startswith='Demo: ').order_by('pk')
-print('CALLS ' + json.dumps([[c.status, c.mode, c.model, c.response_seq, c.sent_tokens, c.error] for c in rows]))
+print('CALLS ' + json.dumps([[c.status, c.mode, c.model, c.response_seq, c.sent_tokens, c.error, c.budget,
+                               len((c.request_params or {}).get('body', {}).get('tools') or [])] for c in rows]))
 """
 
 
@@ -44,6 +45,11 @@ def test_the_built_in_demo_calls_the_model_through_the_servers_gateway(stack: St
     assert len(calls) >= 3, stack.log("run")[-3000:]
     assert all(c[0] in ("ok", "running") and c[1] == "manage" and c[2] == "pentest-agent-16k" for c in calls), calls
     assert [c[3] for c in calls if c[0] == "ok"][:2] == [3, 5]  # after system + user, then after a tool result
+    done = [c for c in calls if c[0] == "ok"]
+    # the demo's 16k window is known where the call is routed (provider demo, model pentest-agent-16k), so manage
+    # mode fits each request to it: without it the demo ran until its upstream refused an overflow
+    assert all(c[6] and c[6]["window"] == 16384 for c in done), done
+    assert all(c[7] == 2 for c in done)  # it declares its terminal and browser tools, as PentAGI does
     assert "demo failed" not in stack.log("run") and "stopped with an error" not in stack.log("run")
 
 

@@ -135,3 +135,36 @@ def test_anthropic_stream_without_message_stop_has_no_answer() -> None:
     passed = reader.feed(b"event: message_start\ndata: " + json.dumps(start).encode() + b"\n\n")
     assert passed and reader.result().answer is None and "message_stop" in reader.result().error
     assert ANTHROPIC.stream_error("cut").startswith(b"event: error\ndata: ")
+
+
+EVERY_BLOCK = [
+    {"role": "user", "content": [
+        {"type": "text", "text": "what is on this page?", "cache_control": {"type": "ephemeral"}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "scope: 10.0.0.0/24"},
+         "citations": {"enabled": True}}]},
+    {"role": "assistant", "content": [
+        SIGNED, {"type": "redacted_thinking", "data": "opaque-blob"},
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "CVE-2024-6387"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+         "content": [{"type": "web_search_result", "url": "https://example.test", "title": "regreSSHion",
+                      "encrypted_content": "enc", "page_age": None}]},
+        {"type": "text", "text": "Found it.", "citations": [{"type": "web_search_result_location", "url":
+                                                            "https://example.test", "cited_text": "sshd"}]},
+        {"type": "tool_use", "id": "toolu_1", "name": "terminal", "input": {"cmd": "nmap 10.0.0.1"}}]},
+    {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
+         "content": [{"type": "text", "text": "nmap: host down"}]}]},
+]
+
+
+def test_anthropic_manage_with_nothing_to_fold_gives_back_every_block_and_every_field() -> None:
+    fields = {"system": [{"type": "text", "text": "rules", "cache_control": {"type": "ephemeral"}}],
+              "tools": [{"name": "terminal", "input_schema": {"type": "object"}},
+                        {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}],
+              "tool_choice": {"type": "auto", "disable_parallel_tool_use": True}, "stop_sequences": ["</done>"],
+              "metadata": {"user_id": "u-7"}, "temperature": 0.3, "thinking": {"type": "enabled", "budget_tokens": 512},
+              "cache_control": {"type": "ephemeral"}, "x_vendor_field": {"kept": [1, 2]}}
+    request = ANTHROPIC.parse(_anthropic(EVERY_BLOCK, **fields), {}, "")
+    sent = json.loads(ANTHROPIC.upstream_body(request, "claude-y", request.messages, manage=True, max_output=700))
+    assert sent == {**json.loads(request.raw), "model": "claude-y", "max_tokens": 700}

@@ -2,7 +2,8 @@
 
 `POST /v1/messages` (also `?beta=true`) answers a tool-using 'model': a `tool_use` per user request, a text
 answer once its result is in, a signed thinking block first when the request enables thinking; JSON, or SSE
-with the event names when `stream` is set. `POST /v1/messages/count_tokens` answers `{"input_tokens"}`.
+with the event names when `stream` is set. `POST /v1/messages/count_tokens` answers `{"input_tokens"}` (a 404,
+as from a compatible endpoint that lacks it, with `count_endpoint=False`).
 It refuses, with Anthropic's own error JSON and wording:
 - a prompt over `window_tokens` (system + messages + tools, counted with o200k: not the gateway's count)
   with "prompt is too long: N tokens > M maximum", and prompt + max_tokens over it with the older
@@ -14,8 +15,10 @@ Prompt caching as Anthropic counts it (`_cache`): every breakpoint's prefix (too
 an entry; `cache_read_input_tokens` is the longest prefix of the request an earlier request marked,
 `cache_creation_input_tokens` the rest up to the last breakpoint; `cache_log` keeps them per answer.
 (Anthropic's minimum cacheable length and its 20-block lookback are not modelled.)
-Faults ("overloaded" 529, "ratelimit" 429, "too_large" 413, "error_event" mid-stream, and the base's
-"drip" / "cut" / "garbage") script the next answer.
+Faults ("overloaded" 529, "ratelimit" 429, "too_large" 413, "too_long": the window error quoting twice the
+prompt's count (a provider that counts more than the gateway does), "error_event" mid-stream, "echo": the
+answer's thinking, text and tool input carry the last user turn's text, and the base's "drip" / "cut" /
+"garbage") script the next answer.
 """
 from __future__ import annotations
 
@@ -79,6 +82,15 @@ def _thinking_missing(body: dict[str, Any], turns: list[dict[str, Any]]) -> str 
             "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).")
 
 
+def _echoed(body: dict[str, Any], turn: int) -> list[dict[str, Any]]:
+    """An answer whose thinking, text and tool call carry the last user turn's text (hostile input coming back)."""
+    said = " ".join(str(b.get("text") or b.get("content") or "") for b in _blocks(body["messages"][-1]["content"]))
+    thought = f"Step {turn} thinks about {said}"
+    return [{"type": "thinking", "thinking": thought, "signature": sign(thought)},
+            {"type": "text", "text": f"Step {turn} says {said}"},
+            {"type": "tool_use", "id": f"toolu_echo_{turn:04d}", "name": "terminal", "input": {"cmd": f"echo {said}"}}]
+
+
 def _cache_sequence(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The cacheable blocks in the order the cache sees them: tools, system, then every message block."""
     system = body.get("system")
@@ -96,8 +108,9 @@ def _summary_prefix(turns: list[dict[str, Any]]) -> str:
 
 
 class AnthropicUpstream(ScriptedUpstream):
-    def __init__(self, window_tokens: int = 30_000, api_key: str | None = None) -> None:
+    def __init__(self, window_tokens: int = 30_000, api_key: str | None = None, *, count_endpoint: bool = True) -> None:
         super().__init__(window_tokens=window_tokens, api_key=api_key)
+        self.count_endpoint = count_endpoint
         self.url = f"http://127.0.0.1:{self.port}"  # Anthropic clients append /v1/messages themselves
         self.cached: set[str] = set()
         self.block_tokens: dict[str, int] = {}
@@ -109,7 +122,8 @@ class AnthropicUpstream(ScriptedUpstream):
 
     def handle(self, handler: BaseHTTPRequestHandler, method: str, path: str, body: Any) -> None:
         route = path.split("?", 1)[0]
-        if method != "POST" or route not in ("/v1/messages", "/v1/messages/count_tokens"):
+        routes = ("/v1/messages", "/v1/messages/count_tokens") if self.count_endpoint else ("/v1/messages",)
+        if method != "POST" or route not in routes:
             return self.send(handler, 404, self.error_body(404, "not_found_error", f"no route {method} {route}"))
         if self.api_key is not None and self.key_of(handler) != self.api_key:
             return self.send(handler, 401, self.error_body(401, "authentication_error", "invalid x-api-key"))
@@ -129,9 +143,10 @@ class AnthropicUpstream(ScriptedUpstream):
         if fault in FAULT_STATUS:
             status, kind, message = FAULT_STATUS[fault]
             return self.send(handler, status, self.error_body(status, kind, message))
-        if prompt > self.window_tokens:
+        if prompt > self.window_tokens or fault == "too_long":
+            quoted = max(2 * prompt, self.window_tokens + 1) if fault == "too_long" else prompt
             return self.send(handler, 400, self.error_body(400, "invalid_request_error", (
-                f"prompt is too long: {prompt} tokens > {self.window_tokens} maximum")))
+                f"prompt is too long: {quoted} tokens > {self.window_tokens} maximum")))
         if prompt + max_tokens > self.window_tokens:
             return self.send(handler, 400, self.error_body(400, "invalid_request_error", (
                 f"input length and `max_tokens` exceed context limit: {prompt} + {max_tokens} > "
@@ -140,7 +155,12 @@ class AnthropicUpstream(ScriptedUpstream):
             self.turn += 1
             turn = self.turn
         message = self._message(body, turn, prompt)
+        if fault == "echo":
+            message["content"] = _echoed(body, turn)
+            message["stop_reason"] = "tool_use"
         if not body.get("stream"):
+            if fault == "garbage":  # a 200 whose body is no message: a proxy's error page
+                return self.send(handler, 200, b"<html><body>502 Bad Gateway</body></html>")
             return self.send(handler, 200, message, {"request-id": f"req_{turn:04d}"})
         events = anthropic_events(message)
         if fault == "error_event":

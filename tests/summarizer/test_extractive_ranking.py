@@ -194,7 +194,8 @@ def test_ticket_blobs_are_listed_smallest_first_and_an_identifier_inside_another
     output = "\n".join(f"$krb5tgs$23$*u{i}$C.LOCAL$c.local/u{i}*$" + "f" * 32 + "$" + b for i, b in enumerate(blobs))
     work = [_ai(None, _call("c1", "GetUserSPNs.py c.local/bob -request")),
             _tool("c1", output + "\nDC at 10.9.9.9 and 10.9.9.9:88")]
-    summary = extractive_summarize(build_summary_prompt([TASK], work), budget_bytes=8192)
+    # 4.2 KB of blobs: within the identifier share of a 16 KB summary (issue 23: the list keeps to its share)
+    summary = extractive_summarize(build_summary_prompt([TASK], work), budget_bytes=16384)
     listed = summary.split("\nIdentifiers: ", 1)[1]
     assert listed.index(blobs[1]) < listed.index(blobs[0]) < listed.index(blobs[2])
     assert "10.9.9.9:88" in summary and ", 10.9.9.9," not in f", {listed},"

@@ -161,3 +161,13 @@ def test_without_restore_the_fit_goes_straight_to_the_window_cut():
     fit = fit_to_window(chain, window_tokens=8_192, summarize=make_extractive(), restore=False)
     assert fit.steps == ["window_cut"] and fit.fits
     assert fit_to_window(chain, window_tokens=8_192, summarize=make_extractive()).steps[0] == "restore"
+
+
+def test_a_request_longer_than_the_window_is_refused_without_summarizing_the_history_first():
+    """A window cut quotes the newest request in its checkpoint, so a request alone over the budget cannot fit
+    whatever is summarized: the fit says so at once instead of paying for a summary of the history."""
+    chain = [system(), human("scan " * 9_000)] + [m for i in range(6) for m in pair(f"call_{i:04d}", 1_500)]
+    model = Recorder()
+    with pytest.raises(ContextTooLarge):
+        fit_to_window(chain, window_tokens=8_192, summarize=model, restore=False)
+    assert model.prompts == []

@@ -23,7 +23,7 @@ from flows.gateway.protocols.anthropic_manage import anthropic_view_body
 from flows.gateway.protocols.base import ExtraTokens, Msg, Protocol, StreamReader, StreamResult, tools_and_reserve
 from flows.gateway.responses_wire import issued_calls
 from flows.gateway.streams import AnthropicStream, SseParser
-from flows.gateway.wire import MAX_BODY_BYTES, GatewayError, WireRequest
+from flows.gateway.wire import MAX_BODY_BYTES, GatewayError, WireRequest, check_model, json_object
 from flows.ingest import bearer_value
 from flows.models import ProviderConfig, ProviderKind
 
@@ -56,23 +56,14 @@ def _is_anthropic_error(raw: bytes) -> dict[str, Any] | None:
     return error if isinstance(error, dict) else None
 
 
-def _json_object(raw: bytes) -> dict[str, Any]:
+def _checked_body(raw: bytes) -> dict[str, Any]:
+    """The body read by the gateway's shared JSON reader (nesting, huge integers, lone surrogates, not an
+    object: a 400, as on the other wires), with a model a call record can hold and a non-empty messages list."""
     if len(raw) > MAX_BODY_BYTES:
         raise GatewayError(413, f"request body over {MAX_BODY_BYTES} bytes", code="request_too_large")
-    try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GatewayError(400, f"the body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(body, dict):
-        raise GatewayError(400, "the body must be a JSON object", code="invalid_json")
-    return body
-
-
-def _checked_body(raw: bytes) -> dict[str, Any]:
-    body = _json_object(raw)
-    model, messages = body.get("model"), body.get("messages")
-    if not isinstance(model, str) or not model.strip():
-        raise GatewayError(400, "model: must be a non-empty string", code="invalid_model")
+    body = json_object(raw)
+    check_model(body.get("model"))
+    messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise GatewayError(400, "messages: must be a non-empty list", code="invalid_messages")
     if not isinstance(body.get("stream", False), bool):
