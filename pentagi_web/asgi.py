@@ -1,5 +1,5 @@
-"""ASGI entry point: HTTP through Django (the /v1/ gateway without the page middleware), WebSockets through
-Channels behind session auth and an Origin check (scheme + host + port, like Django's CSRF check: see
+"""ASGI entry point: HTTP through Django (the /v1/ gateway and an agent's API calls without the page middleware),
+WebSockets through Channels behind session auth and an Origin check (scheme + host + port, like Django's CSRF check: see
 flows/live/origin.py); every request body within its route's limit (pentagi_web/body_limits.py)."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ django_asgi_app = get_asgi_application()  # must run before importing anything t
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from flows.api import ApiHandler, bearer_api  # noqa: E402
 from flows.gateway import GatewayHandler, by_path, sweeper_start  # noqa: E402
 from flows.live import HandshakeGate, SameOriginValidator, websocket_urlpatterns  # noqa: E402
 from pentagi_web import daphne_limits  # noqa: E402
@@ -24,9 +25,10 @@ sweeper_start()  # in every server process (`manage.py run`, plain Daphne): noth
 
 application = ProtocolTypeRouter(
     {
-        # The OpenAI-compatible gateway skips the page middleware (see flows/gateway/asgi.py).
+        # The OpenAI-compatible gateway and an agent's bearer-token appends and reads skip the page middleware
+        # (see flows/gateway/asgi.py, flows/api/asgi.py).
         # Bodies over their route's limit are refused before they are read (pentagi_web/body_limits.py).
-        "http": RequestIds(BodyLimit(by_path(django_asgi_app, GatewayHandler()))),
+        "http": RequestIds(BodyLimit(by_path(bearer_api(django_asgi_app, ApiHandler()), GatewayHandler()))),
         # Handshakes past WS_HANDSHAKES_IN_FLIGHT are told to reconnect before any database work (a storm of
         # reconnecting tabs would otherwise time out in Daphne unanswered: flows/live/handshakes.py).
         "websocket": SameOriginValidator(HandshakeGate(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),

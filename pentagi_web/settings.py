@@ -177,6 +177,9 @@ def env_number(name: str, default: float, *, minimum: float, whole: bool = False
 
 GATEWAY_DB_THREADS = int(env_number("GATEWAY_DB_THREADS", 4, minimum=1, whole=True))
 GATEWAY_DB_CONN_MAX_AGE = env_number("GATEWAY_DB_CONN_MAX_AGE", 300.0, minimum=0)
+# The same for an agent's API requests with a bearer token (appends, catch-up, chain reads: flows/api/asgi.py,
+# flows/core/db_threads.py); their connections are kept for GATEWAY_DB_CONN_MAX_AGE seconds too.
+API_DB_THREADS = int(env_number("API_DB_THREADS", 4, minimum=1, whole=True))
 # Every server process closes calls and events left "running" and removes half-written imports this often
 # (flows/gateway/sweep.py); 0 turns the sweep off (the test process does: its tests run the sweep themselves).
 SWEEP_INTERVAL_SECONDS = env_number("SWEEP_INTERVAL_SECONDS", 30.0, minimum=0)
@@ -194,8 +197,10 @@ CHANNELS_SOCKET_TIMEOUT_SECONDS = 30
 CHANNEL_CAPACITY = int(os.environ.get("CHANNEL_CAPACITY", 2000))
 # Seconds between the heartbeat frames (chain's last seq) each viewer's socket receives.
 LIVE_HEARTBEAT_SECONDS = float(os.environ.get("LIVE_HEARTBEAT_SECONDS", 5))
-# Appends arriving within this window after one was sent are coalesced into one "appended up to seq N" frame.
-LIVE_COALESCE_SECONDS = float(os.environ.get("LIVE_COALESCE_SECONDS", 0.25))
+# Appends arriving within this window after one was sent are coalesced into one "appended up to seq N" frame: at
+# most this much is added to an append's way to the browser (0.25 s held half the appends of an agent appending
+# every 100 ms for up to a quarter second), and a viewer gets at most 1/window frames a second per chain.
+LIVE_COALESCE_SECONDS = float(os.environ.get("LIVE_COALESCE_SECONDS", 0.05))
 if REDIS_URL:
     try:
         _redis = redis_targets(REDIS_URL, os.environ.get("CHANNELS_REDIS_URL", "").strip())

@@ -10,7 +10,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent
 from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -19,7 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from flows.api.auth import authenticate, csrf_failure
 from flows.config import SettingsError
-from flows.core import JsonBodyError, json_body
+from flows.core import JsonBodyError, db_run, json_body
 from flows.engine import FormatError
 from flows.ingest import AppendError
 
@@ -109,25 +108,31 @@ def _translated(request: HttpRequest, exc: Exception) -> JsonResponse:
     return error_response(500, "internal_error", "unexpected server error")
 
 
-def api_endpoint(methods: dict[str, Callable[..., HttpResponse]]) -> Callable[..., HttpResponse]:
-    """One URL, one handler per HTTP method; auth, CSRF and error translation in one place."""
+def _answer(request: HttpRequest, handler: Callable[..., HttpResponse], kwargs: dict[str, Any]) -> HttpResponse:
+    try:
+        return _refusal(request) or handler(request, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the API answers JSON whatever happens
+        return _translated(request, exc)
+
+
+def api_endpoint(methods: dict[str, Callable[..., HttpResponse]]) -> Callable[..., Awaitable[HttpResponse]]:
+    """One URL, one (sync) handler per HTTP method; auth, CSRF and error translation in one place. The view is
+    async and runs the handler in one thread hop (`db_run`): in Django's thread for the request under the page
+    stack, in a connection-keeping thread under the API handler (flows/api/asgi.py)."""
 
     @csrf_exempt  # session requests get the CSRF check in _refusal; token requests are exempt by design
-    def view(request: HttpRequest, **kwargs: Any) -> HttpResponse:
+    async def view(request: HttpRequest, **kwargs: Any) -> HttpResponse:
         handler = methods.get(request.method or "")
         if handler is None:
             return _not_allowed(request, methods)
-        try:
-            return _refusal(request) or handler(request, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - the API answers JSON whatever happens
-            return _translated(request, exc)
+        return await db_run(_answer, request, handler, kwargs)
 
     return view
 
 
 def api_endpoint_async(methods: Mapping[str, Callable[..., Awaitable[Any]]]) -> Callable[..., Any]:
     """api_endpoint for coroutine handlers. Under ASGI Django cancels an async view when the client disconnects,
-    so a handler that does its work in several sync_to_async steps stops at the next step instead of finishing
+    so a handler that does its work in several `db_run` steps stops at the next step instead of finishing
     work nobody will read (a thread step itself cannot be interrupted, so keep each one bounded)."""
 
     @csrf_exempt
@@ -136,7 +141,7 @@ def api_endpoint_async(methods: Mapping[str, Callable[..., Awaitable[Any]]]) -> 
         if handler is None:
             return _not_allowed(request, methods)
         try:
-            refused = await sync_to_async(_refusal)(request)
+            refused = await db_run(_refusal, request)
             return refused or await handler(request, **kwargs)
         except Exception as exc:  # noqa: BLE001 - the API answers JSON whatever happens (CancelledError is not one)
             return _translated(request, exc)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 
 from flows.api.errors import ApiError, not_found
@@ -11,7 +10,7 @@ from flows.api.selectors import chain_events, chain_messages, chain_visible
 from flows.api.serializers import chain_page_json, chain_view_json, event_json, message_json
 from flows.api.views_flows import json_object
 from flows.config import settings_for, settings_validate, settings_values
-from flows.core import BrokerUnreachable, instructions_problem
+from flows.core import BrokerUnreachable, db_run, instructions_problem
 from flows.ingest import chain_append
 from flows.models import Chain, Outcome
 from flows.pages import chain_context_json
@@ -51,25 +50,27 @@ async def _detail(request: HttpRequest, chain_id: str) -> JsonResponse:
     after = _int_param(request, "after_seq", 0, lo=0, hi=MAX_SEQ)
     limit = _int_param(request, "limit", DEFAULT_PAGE_MESSAGES, lo=1, hi=MAX_PAGE_MESSAGES)
     view_offset = _int_param(request, "view_offset", 0, lo=0, hi=MAX_SEQ)
-    chain = await sync_to_async(get_chain)(request, chain_id)
-    out = await sync_to_async(chain_page_json)(chain, after_seq=after, limit=limit)
+    chain = await db_run(get_chain, request, chain_id)
+    out = await db_run(lambda: chain_page_json(chain, after_seq=after, limit=limit))
     first = "after_seq" not in request.GET
     if first or "view_offset" in request.GET:  # later raw pages carry raw messages and stats only
-        view_part, view_stats = await sync_to_async(chain_view_json)(chain, out["stats"], offset=view_offset,
-                                                                     limit=limit)
+        view_part, view_stats = await db_run(lambda: chain_view_json(chain, out["stats"], offset=view_offset,
+                                                                     limit=limit))
         out.update(view_part)
         out["stats"].update(view_stats)
     if first:
-        out["context"] = await sync_to_async(chain_context_json)(chain)
+        out["context"] = await db_run(chain_context_json, chain)
     return JsonResponse(out)
 
 
 def _append(request: HttpRequest, chain_id: str) -> JsonResponse:
-    chain = get_chain(request, chain_id)
     body = json_object(request)
     if "messages" not in body:
         raise ApiError(400, "invalid_body", "send {\"messages\": [...]}")
-    result = chain_append(chain=chain, messages=body["messages"])
+    try:  # who may see the chain is checked by the query that locks it: one query fewer per append
+        result = chain_append(chain=int(chain_id), messages=body["messages"], visible_to=request.user)
+    except Chain.DoesNotExist:
+        raise not_found("chain") from None
     return JsonResponse({"appended": result.appended, "last_seq": result.last_seq,
                          "turn_completed": result.turn_completed,
                          "summarization": result.summarization}, status=201)

@@ -2,8 +2,10 @@
 
 `events` (the live-event contract and `broadcast`), `queue` (background work queued by Celery task name after
 commit), `relay` (the client side of the cross-process relay on the embedded default), `settings_spec` (every
-setting declared once), `text_input` (text the database can hold), `params` (ids out of query parameters).
+setting declared once), `text_input` (text the database can hold), `params` (ids out of query parameters),
+`db_threads` (an async view's ORM work in threads that keep their database connection).
 """
+from flows.core.db_threads import db_run, pooled_db_threads
 from flows.core.events import (
     EVENT_TYPES,
     AgentLoopEvent,
@@ -18,6 +20,7 @@ from flows.core.events import (
     broadcasts_batched,
     group_name,
     group_notify,
+    layer_message,
 )
 from flows.core.params import parse_id
 from flows.core.queue import (
@@ -71,10 +74,10 @@ __all__ = [
     "EVENT_TYPES", "FIELDS_BY_NAME", "FIT_CHAIN", "HeartbeatEvent", "IDENTIFIER_POLICIES", "JsonBodyError",
     "MAX_INSTRUCTIONS_CHARS", "MAX_JSON_DEPTH",
     "PROFILES", "PRUNING_MODES", "Relay", "SECRET_HEADER", "SETTINGS_FIELDS", "SUMMARIZE_CHAIN", "abroadcast",
-    "bind_event_loop", "broadcast", "broadcasts_batched", "BroadcastBatch", "enqueue", "enqueue_on_commit",
-    "env_fallback", "group_name", "group_notify",
-    "instructions_problem", "json_body", "local_url", "lone_surrogate_path", "model_help", "parse_id",
-    "plain_text_problem",
+    "bind_event_loop", "broadcast", "broadcasts_batched", "BroadcastBatch", "db_run", "enqueue",
+    "enqueue_on_commit", "env_fallback", "group_name", "group_notify",
+    "instructions_problem", "json_body", "layer_message", "local_url", "lone_surrogate_path", "model_help",
+    "parse_id", "plain_text_problem", "pooled_db_threads",
     "publishing_in_background", "relay_connect", "relay_current", "relay_install", "server_publish", "server_secret",
     "server_unpublish", "storable_json", "storable_text",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import threading
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ __all__ = [
     "ChainRewrittenEvent", "AgentLoopEvent", "FlowAgentAddedEvent",
     "ChainEvent", "EVENT_TYPES", "AppendedUpToEvent", "HeartbeatEvent", "FRAME_TYPES",
     "group_name", "group_notify", "broadcast", "abroadcast", "bind_event_loop", "BroadcastBatch",
-    "broadcasts_batched",
+    "broadcasts_batched", "layer_message",
 ]
 
 log = logging.getLogger(__name__)
@@ -303,6 +304,21 @@ def group_notify(group: str, message: dict[str, Any]) -> None:
         log.warning("message %s to %s failed", message.get("type"), group, exc_info=True)
 
 
+def layer_message(event: ChainEvent | dict[str, Any]) -> dict[str, Any]:
+    """What travels through the channel layer for one event: its JSON, encoded once for every viewer (the
+    in-memory layer deep-copies a message for each of a group's sockets, and each socket encoded it again), with
+    the fields the consumers decide on beside it: `kind` (the event's type) and, for an append, its seq range
+    (`first_seq`, `last_seq`). A consumer decodes `text` only to merge appends into one frame."""
+    fields: dict[str, Any] = dict(event)
+    message: dict[str, Any] = {"type": "chain.event", "kind": fields["type"], "text": json.dumps(fields)}
+    if fields["type"] == "message.appended":
+        seqs = [int(m["seq"]) for m in fields.get("messages") or [] if isinstance(m, dict) and "seq" in m]
+        last = int(fields.get("last_seq") or 0)
+        message.update(chain_id=fields.get("chain_id"), first_seq=min(seqs) if seqs else last,
+                       last_seq=max([last, *seqs]), count=len(seqs))
+    return message
+
+
 def broadcast(chain_id: int, event: ChainEvent) -> None:
     """Send one event to everyone watching the chain. Live updates are best effort: never fail a write."""
     assert event["type"] in EVENT_TYPES, event["type"]
@@ -314,7 +330,7 @@ def broadcast(chain_id: int, event: ChainEvent) -> None:
         if relay is not None:  # another process serves the browsers (flows.core.relay): it broadcasts for us
             relay.send_event(chain_id, dict(event))
             return
-        _send(layer, group_name(chain_id), {"type": "chain.event", "event": dict(event)})
+        _send(layer, group_name(chain_id), layer_message(event))
     except Exception:  # a dead Redis must not turn an append into an error; the page catches up by seq
         log.warning("broadcast of %s to chain %s failed", event["type"], chain_id, exc_info=True)
 
@@ -326,6 +342,6 @@ async def abroadcast(chain_id: int, event: ChainEvent) -> None:
     if layer is None:
         return
     try:
-        await layer.group_send(group_name(chain_id), {"type": "chain.event", "event": dict(event)})
+        await layer.group_send(group_name(chain_id), layer_message(event))
     except Exception:
         log.warning("broadcast of %s to chain %s failed", event["type"], chain_id, exc_info=True)

@@ -127,47 +127,25 @@ def build_rows(chain: Chain, batch: list[dict[str, Any]], names: dict[str, str],
     return rows
 
 
-def _call_names(tool_calls: Any, wanted: set[str], names: dict[str, str]) -> None:
-    for call in reversed(tool_calls or []):
-        if call.get("id") in wanted and call.get("function") is not None:
-            names.setdefault(call["id"], call["function"]["name"])
+def chain_append(*, chain: Chain | int, messages: Any, visible_to: Any = None) -> AppendResult:
+    """Append a batch atomically (all or nothing); see the module docstring for what happens after commit.
 
-
-def _known_call_names(chain: Chain, batch: list[dict[str, Any]]) -> dict[str, str]:
-    """Function names of the calls the batch's tool results answer (they count in a result's PentAGI size)."""
-    wanted = {m["tool_call_id"] for m in batch if m["role"] == "tool"}
-    names: dict[str, str] = {}
-    if not wanted:
-        return names
-    for calls in chain.messages.filter(role="assistant").exclude(tool_calls=None).order_by("-seq") \
-            .values_list("tool_calls", flat=True)[:50]:
-        _call_names(calls, wanted, names)
-    return names
-
-
-def _call_names_in(prior: list[dict[str, Any]], batch: list[dict[str, Any]]) -> dict[str, str]:
-    """`_known_call_names` from the messages the caller holds (the newest 50 assistant messages with calls)."""
-    wanted = {m["tool_call_id"] for m in batch if m["role"] == "tool"}
-    names: dict[str, str] = {}
-    if wanted:
-        with_calls = (m for m in reversed(prior) if m["role"] == "assistant" and m.get("tool_calls"))
-        for _, message in zip(range(50), with_calls, strict=False):
-            _call_names(message.get("tool_calls"), wanted, names)
-    return names
-
-
-def chain_append(*, chain: Chain, messages: Any) -> AppendResult:
-    """Append a batch atomically (all or nothing); see the module docstring for what happens after commit."""
+    `chain` is a Chain (its `last_seq`, `tool_call_id_template` and `raw_tokens` are brought up to date) or a
+    chain id. With `visible_to` (a user), a chain that user may not see is `Chain.DoesNotExist`, read in the
+    same locking query, so an API append is one query fewer than a visibility check before the lock."""
     batch = validate_batch(messages)
+    chains = Chain.objects if visible_to is None else Chain.objects.visible_to(visible_to)
     with transaction.atomic():
-        locked = Chain.objects.select_for_update().select_related("agent__flow").get(pk=chain.pk)
+        locked = chains.select_for_update(of=("self",)).select_related("agent__flow").get(
+            pk=chain if isinstance(chain, int) else chain.pk)
         if not locked.is_active:
             active = Chain.objects.filter(agent_id=locked.agent_id, is_active=True).values_list("pk", flat=True)
             raise AppendError("chain_archived", "this chain segment is archived; append to the active chain",
                               status=409, extra={"active_chain_id": next(iter(active), None)})
         result = chain_append_locked(chain=locked, batch=batch)
-    chain.last_seq, chain.tool_call_id_template, chain.raw_tokens = (locked.last_seq, locked.tool_call_id_template,
-                                                                    locked.raw_tokens)
+    if isinstance(chain, Chain):
+        chain.last_seq, chain.tool_call_id_template, chain.raw_tokens = (
+            locked.last_seq, locked.tool_call_id_template, locked.raw_tokens)
     return result
 
 
@@ -182,8 +160,10 @@ def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: lis
     queued for summarization (the gateway's manage mode summarizes on its next request, one run per call).
     """
     tail = tail_in(prior) if prior is not None else tail_of(chain)
+    # A tool result pairs only with a call of the newest assistant message before it (check_pairing), so the
+    # names its PentAGI size counts are that message's: the tail's calls, then the batch's own (build_rows).
+    names = dict(tail.calls)
     done = check_pairing(tail, batch)
-    names = _call_names_in(prior, batch) if prior is not None else _known_call_names(chain, batch)
     rows = Message.objects.bulk_create(build_rows(chain, batch, names, chain.agent.flow.model_name),
                                        batch_size=500)
     chain.last_seq += len(rows)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Subquery
+
 from flows.ingest.errors import AppendError
 from flows.models import Chain
 
@@ -34,11 +36,16 @@ def tail_after(empty: bool, last_calls: list[dict[str, Any]] | None, after: list
 
 
 def tail_of(chain: Chain) -> Tail:
-    last_ai = chain.messages.filter(role="assistant").order_by("-seq").first()
-    if last_ai is None:
-        return Tail(empty=chain.last_seq == 0, calls={}, answered=set(), open_pair=False)
-    after = list(chain.messages.filter(seq__gt=last_ai.seq).values_list("role", "tool_call_id"))
-    return tail_after(False, last_ai.tool_calls, after)
+    """The stored chain's tail in one query: its newest assistant message and every message after it (none
+    for an empty chain, whose `last_seq` says so)."""
+    if chain.last_seq == 0:
+        return Tail(empty=True, calls={}, answered=set(), open_pair=False)
+    newest_ai = chain.messages.filter(role="assistant").order_by("-seq").values("seq")[:1]
+    rows = list(chain.messages.filter(seq__gte=Subquery(newest_ai)).order_by("seq")
+                .values_list("role", "tool_call_id", "tool_calls"))
+    if not rows:  # no assistant message yet
+        return Tail(empty=False, calls={}, answered=set(), open_pair=False)
+    return tail_after(False, rows[0][2], [(role, call_id) for role, call_id, _ in rows[1:]])
 
 
 def tail_in(prior: list[dict[str, Any]]) -> Tail:

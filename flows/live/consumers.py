@@ -10,6 +10,7 @@ short, and the heartbeat makes the page catch up even when the layer dropped the
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from typing import Any
 
@@ -34,39 +35,35 @@ def _last_seq(chain_id: int) -> int | None:
     return Chain.objects.filter(pk=chain_id).values_list("last_seq", flat=True).first()
 
 
-def _seq_range(event: dict[str, Any]) -> tuple[int, int]:
-    seqs = [int(m["seq"]) for m in event.get("messages") or [] if isinstance(m, dict) and "seq" in m]
-    last = int(event.get("last_seq") or 0)
-    return (min(seqs) if seqs else last), max([last, *seqs])
-
-
 class _Burst:
-    """Appends held back inside one coalescing window: their seq range and, while small and gap-free, bodies."""
+    """Appends held back inside one coalescing window: their seq range and, while small and gap-free, bodies.
+    Built from the channel-layer messages (`flows.core.layer_message`): an append's JSON is decoded only here."""
 
-    def __init__(self, event: dict[str, Any]) -> None:
-        self.first, self.last = _seq_range(event)
+    def __init__(self, message: dict[str, Any]) -> None:
+        self.first, self.last = int(message["first_seq"]), int(message["last_seq"])
         self.messages: list[dict[str, Any]] = []
         self.bytes = 0
         self.whole = True  # every message of the range is in self.messages
-        self.add(event, first=True)
+        self.add(message, first=True)
 
-    def add(self, event: dict[str, Any], *, first: bool = False) -> None:
-        lo, hi = _seq_range(event)
-        messages = event.get("messages") or []
+    def add(self, message: dict[str, Any], *, first: bool = False) -> None:
+        lo, hi = int(message["first_seq"]), int(message["last_seq"])
         if not first:
             self.whole = self.whole and lo == self.last + 1
             self.first, self.last = min(self.first, lo), max(self.last, hi)
-        self.whole = self.whole and len(messages) == hi - lo + 1
+        count = int(message["count"])
+        self.whole = self.whole and count == hi - lo + 1 and len(self.messages) + count <= BURST_MAX_MESSAGES
+        if not self.whole:
+            self.messages = []
+            return
+        messages = json.loads(message["text"]).get("messages") or []
         self.bytes += sum(int(m.get("byte_size") or 0) for m in messages)
-        self.whole = self.whole and len(self.messages) + len(messages) <= BURST_MAX_MESSAGES
-        self.whole = self.whole and self.bytes <= BURST_MAX_BYTES
-        self.messages = self.messages + list(messages) if self.whole else []
+        self.whole = self.bytes <= BURST_MAX_BYTES
+        self.messages = self.messages + messages if self.whole else []
 
     def frame(self, chain_id: int) -> AppendedUpToEvent:
         return {"type": "message.appended_up_to", "chain_id": chain_id, "first_seq": self.first,
                 "last_seq": self.last, "messages": self.messages}
-
-
 
 
 class ChainConsumer(SessionBound):
@@ -102,22 +99,22 @@ class ChainConsumer(SessionBound):
         """Clients only listen; catching up goes through the HTTP API by seq."""
 
     async def chain_event(self, message: dict[str, Any]) -> None:
-        event = message["event"]
-        if event.get("type") != "message.appended":
+        """One event from the channel layer (`flows.core.layer_message`): its JSON goes out as it came."""
+        if message["kind"] != "message.appended":
             await self._flush()  # keep the order: appends before the view that covers them
-            await self.send_json(event)
+            await self.send(text_data=message["text"])
             return
         loop = asyncio.get_running_loop()
         window = settings.LIVE_COALESCE_SECONDS
         if self._burst is None and loop.time() >= self._quiet_at:
             self._quiet_at = loop.time() + window
-            await self.send_json(event)
+            await self.send(text_data=message["text"])
             return
         if self._burst is None:
-            self._burst = _Burst(event)
+            self._burst = _Burst(message)
             self._tasks.append(asyncio.create_task(self._flush_after(max(0.0, self._quiet_at - loop.time()))))
         else:
-            self._burst.add(event)
+            self._burst.add(message)
 
     async def _flush_after(self, delay: float) -> None:
         await asyncio.sleep(delay)

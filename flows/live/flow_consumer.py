@@ -9,6 +9,7 @@ counts, not text), which keeps a busy flow's frames small. Like the chain consum
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -35,11 +36,12 @@ def _flow_chain_ids(flow_id: int) -> set[int] | None:
     return set(Chain.objects.filter(agent__flow_id=flow_id).values_list("pk", flat=True))
 
 
-def flow_frame(event: dict[str, Any]) -> dict[str, Any]:
-    """What the flow page receives for one chain event: appends are cut to their seq range."""
-    if event.get("type") not in _APPENDS:
-        return event
-    return {"type": "message.appended", "chain_id": event.get("chain_id"), "last_seq": event.get("last_seq")}
+def flow_frame(message: dict[str, Any]) -> str:
+    """What the flow page receives for one chain event (`flows.core.layer_message`): appends are cut to their
+    seq range, anything else goes out as it came."""
+    if message["kind"] not in _APPENDS:
+        return str(message["text"])
+    return json.dumps({"type": "message.appended", "chain_id": message["chain_id"], "last_seq": message["last_seq"]})
 
 
 class FlowConsumer(SessionBound):
@@ -72,7 +74,7 @@ class FlowConsumer(SessionBound):
         """Clients only listen."""
 
     async def chain_event(self, message: dict[str, Any]) -> None:
-        await self.send_json(flow_frame(message["event"]))
+        await self.send(text_data=flow_frame(message))
 
     async def _join_new_chains(self) -> bool:
         """Join the groups of chains the flow gained; False when the flow is gone."""

@@ -96,6 +96,7 @@ class SessionBound(AsyncJsonWebsocketConsumer):
         self._session_ended = True  # events already queued for this socket are dropped, not sent
         await self.close(code=int(message.get("code") or CLOSE_SIGNED_OUT))
 
-    async def send_json(self, content: Any, close: bool = False) -> None:
+    async def send(self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False) -> None:
+        """Every frame (`send_json` too) passes here: none once the session ended."""
         if not self._session_ended:
-            await super().send_json(content, close=close)
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, Sum
 
 from flows.models import Chain, Flow, LLMCall, SummaryEvent
-from flows.pipeline import WindowEstimate, window_estimate
+from flows.pipeline import SYNC_MESSAGES, WindowEstimate, window_estimate
 
 __all__ = ["ChainCost", "ChainCostRow", "chain_cost", "chain_costs", "flow_chain_costs", "COST_CHAINS_SHOWN"]
 
@@ -71,5 +71,10 @@ def flow_chain_costs(*, flow: Flow) -> list[ChainCostRow]:
     chains = list(Chain.objects.filter(agent__flow=flow).select_related("agent__flow").order_by("-id")
                   [:COST_CHAINS_SHOWN])
     costs = chain_costs(chain_ids=[c.pk for c in chains])
-    return [ChainCostRow(c, costs[c.pk], window_estimate(chain=c, usd_per_input_token=costs[c.pk].usd_per_input_token))
-            for c in chains]
+    rows, budget = [], SYNC_MESSAGES  # the page replays at most this many messages on the request, in all
+    for chain in chains:
+        estimate = window_estimate(chain=chain, usd_per_input_token=costs[chain.pk].usd_per_input_token,
+                                   sync_messages=budget)
+        budget = max(budget - estimate.replayed, 0)
+        rows.append(ChainCostRow(chain, costs[chain.pk], estimate))
+    return rows

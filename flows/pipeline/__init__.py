@@ -36,6 +36,7 @@ from flows.pipeline.summarizers import set_summarizer_factory, use_summarizer_fa
 from flows.pipeline.tasks import RELAYED_TASKS
 from flows.pipeline.view_records import seq_ranges
 from flows.pipeline.window_replay import (
+    SYNC_MESSAGES,
     WindowEstimate,
     window_estimate,
     window_estimates_clear,
@@ -51,5 +52,5 @@ __all__ = [
     "not_queued_requeue", "preview_warm",
     "preview_warm_later", "preview_warm_wait", "seq_ranges", "set_summarizer_factory", "start_embedded_worker",
     "use_summarizer_factory", "view_current", "window_for", "window_info", "serving_route",
-    "WindowEstimate", "window_estimate", "window_estimates_clear", "window_estimates_wait",
+    "SYNC_MESSAGES", "WindowEstimate", "window_estimate", "window_estimates_clear", "window_estimates_wait",
 ]

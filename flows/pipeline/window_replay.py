@@ -10,9 +10,10 @@ chain, how many requests could not be fitted. Nothing is saved and no model is c
 
 Cost on the page. The replay's state is kept per process (a small LRU, like the preview's caches) and only
 extended as the chain grows: a page view replays only the turns appended since the last one. A replay of more
-than `SYNC_MESSAGES` new messages runs in one background thread instead of the request (the page says it is
-being estimated), so no page waits seconds on a long import. USD is the chain's own blended rate (what its
-summarizer's model calls cost per input token) times the estimated input tokens; none without a priced call.
+than `SYNC_MESSAGES` new messages (on a page of several chains: in all) runs in one background thread instead of
+the request (the page says it is being estimated), so no page waits seconds on a long import. USD is the
+chain's own blended rate (what its summarizer's model calls cost per input token) times the estimated input
+tokens; none without a priced call.
 """
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ class WindowEstimate:
     turns: int = 0
     window_tokens: int = 0
     usd: float | None = None
+    replayed: int = 0  # raw messages this call replayed on the request (0: all cached, or in the background)
 
 
 @dataclass
@@ -163,23 +165,28 @@ def _background(chain_id: int, key: tuple[Any, ...]) -> None:
         connection.close()  # this thread's own connection
 
 
-def _estimate(state: _Replay, window: tuple[int, int], rate: float | None) -> WindowEstimate:
+def _estimate(state: _Replay, window: tuple[int, int], rate: float | None, replayed: int) -> WindowEstimate:
     return WindowEstimate("ready", calls=state.calls, input_tokens=state.input_tokens, refused=state.refused,
                           turns=state.turns, window_tokens=window[0],
-                          usd=None if rate is None else rate * state.input_tokens)
+                          usd=None if rate is None else rate * state.input_tokens, replayed=replayed)
 
 
-def window_estimate(*, chain: Chain, usd_per_input_token: float | None = None) -> WindowEstimate:
-    """What the window-aware strategy would have spent on `chain`'s raw history (see the module docstring)."""
+def window_estimate(*, chain: Chain, usd_per_input_token: float | None = None,
+                    sync_messages: int | None = None) -> WindowEstimate:
+    """What the window-aware strategy would have spent on `chain`'s raw history (see the module docstring).
+    At most `sync_messages` (default `SYNC_MESSAGES`) new messages are replayed on the request; a page showing
+    several chains passes what its earlier chains left of that budget (`.replayed` says what each took)."""
     row = settings_for(profile=chain.agent.profile, flow=chain.agent.flow)
     window = window_for(flow=chain.agent.flow, row=row, chain_id=chain.pk)
     if window is None:
         return WindowEstimate("unknown_window")
     key = _key(chain, row, window)
     state = _replays.get(key)
-    behind = chain.last_seq - (state.done if state else 0)  # seqs start at 1 with no gaps: a count of messages
-    if behind <= SYNC_MESSAGES:
-        return _estimate(_replayed(chain, row, window, key), window, usd_per_input_token)
+    done = state.done if state else 0
+    behind = chain.last_seq - done  # seqs start at 1 with no gaps: a count of messages
+    if behind <= (SYNC_MESSAGES if sync_messages is None else sync_messages):
+        state = _replayed(chain, row, window, key)
+        return _estimate(state, window, usd_per_input_token, max(state.done - done, 0))
     with _locks_guard:
         if key not in _pending:
             _pending.add(key)

@@ -1,4 +1,5 @@
-"""Daphne on PostgreSQL keeps its connections bounded by the requests in flight and none once idle.
+"""Daphne on PostgreSQL keeps its connections bounded by the requests in flight, and once idle only the few the
+API's database threads keep (API_DB_THREADS: an agent's bearer-token appends and reads, flows/core/db_threads.py).
 
 20 clients append to and read 20 chains at once; pg_stat_activity is sampled for the throwaway database during
 the load and after it. With persistent connections under ASGI (conn_max_age > 0) each request thread kept one:
@@ -11,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from django.conf import settings
 
 from tests.fakes import free_port
 from tests.flows.pipeline_live import POSTGRES_ADMIN_URL, TOOL_ROUND, Stack, api, postgres_up
@@ -89,6 +91,6 @@ def test_daphne_holds_connections_only_while_requests_run(tmp_path, database):
         print(f"\nPOSTGRES-CONNECTIONS clients={CLIENTS} requests={requests} seconds={seconds:.1f} "
               f"peak={max(during)} after_idle={after}")
         assert max(during) <= CLIENTS + SLACK, during
-        assert after == 0, stack.log("daphne")[-2000:]
+        assert after <= settings.API_DB_THREADS, stack.log("daphne")[-2000:]  # the kept ones, no more
     finally:
         stack.close()

@@ -78,7 +78,8 @@ def test_a_relayed_event_reaches_the_chains_group(secret, make_chain, tool_round
     event = {"type": "view.updated", "chain_id": chain.pk, "version": 3, "raw_seq_to": 4, "byte_size": 10,
              "token_count": 5, "messages": 2}
     assert post({"kind": "event", "chain_id": chain.pk, "event": event}, secret).status_code == 200
-    assert async_to_sync(layer.receive)(channel) == {"type": "chain.event", "event": event}
+    assert async_to_sync(layer.receive)(channel) == {"type": "chain.event", "kind": "view.updated",
+                                                     "text": json.dumps(event)}
 
 
 @pytest.mark.parametrize("body", [

@@ -3,6 +3,7 @@ history, cached and extended as the chain grows, shown on the chain page and per
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -51,7 +52,9 @@ def test_a_long_chain_is_estimated_and_a_grown_chain_replays_only_its_new_turns(
     first = window_estimate(chain=chain, usd_per_input_token=0.000002)
     assert first.state == "ready" and first.calls >= 1 and first.input_tokens > 0
     assert first.usd == pytest.approx(first.input_tokens * 0.000002)
-    assert window_estimate(chain=chain, usd_per_input_token=0.000002) == first  # cached: same figures
+    again = window_estimate(chain=chain, usd_per_input_token=0.000002)
+    assert first.replayed == chain.last_seq and again.replayed == 0  # cached: nothing replayed again ...
+    assert replace(again, replayed=first.replayed) == first  # ... and the same figures
     replayed: list[int] = []
     original = window_replay._turn
     monkeypatch.setattr(window_replay, "_turn", lambda state, turn, *a: (replayed.append(len(turn)),
@@ -124,3 +127,19 @@ def test_agent_text_in_the_cost_table_is_escaped(client_for, make_chain):
     chain_append(chain=chain, messages=[{"role": "user", "content": "<script>alert(1)</script>"}])
     body = client_for.get(f"/flows/{chain.agent.flow.pk}/").content.decode()
     assert "<script>alert(1)</script>" not in body
+
+
+@pytest.mark.django_db(transaction=True)  # the background thread reads the chains on its own connection
+def test_the_flow_page_replays_at_most_one_budget_of_messages_on_the_request(client_for, make_chain, monkeypatch):
+    monkeypatch.setattr(window_replay, "SYNC_MESSAGES", 40)
+    monkeypatch.setattr("flows.pages.chain_costs.SYNC_MESSAGES", 40)
+    first = _chain(make_chain)
+    _rounds(first, 0, 16)  # 34 messages: within the budget
+    second = make_chain(flow=first.agent.flow, agent_type="coder")
+    _rounds(second, 0, 16)  # 34 more: past what the first left, so replayed in the background
+    body = client_for.get(f"/flows/{first.agent.flow.pk}/").content.decode()
+    states = dict(re.findall(r'<tr data-chain-id="(\d+)">.*?data-window-cost="(\w+)"', body, re.S))
+    assert sorted(states.values()) == ["pending", "ready"]
+    assert window_estimates_wait(timeout=60)
+    body = client_for.get(f"/flows/{first.agent.flow.pk}/").content.decode()
+    assert set(re.findall(r'data-window-cost="(\w+)"', body[body.index('id="chain-costs"'):])) == {"ready"}

@@ -18,7 +18,7 @@ class RecordingLayer:
         self.sent: list[tuple[str, str, int]] = []
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
-        self.sent.append((threading.current_thread().name, group, message["event"]["last_seq"]))
+        self.sent.append((threading.current_thread().name, group, message["last_seq"]))  # flows.core.layer_message
 
 
 def _appended(chain_id: int, seq: int) -> None:
