@@ -11,8 +11,8 @@ import functools
 import re
 from dataclasses import dataclass
 
-__all__ = ["extract_identifiers", "missing_identifiers", "extract_findings", "Finding", "is_case_insensitive_id",
-           "extract_names"]
+__all__ = ["extract_identifiers", "missing_identifiers", "extract_findings", "has_finding", "Finding",
+           "is_case_insensitive_id", "extract_names"]
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
@@ -216,6 +216,12 @@ def extract_findings(text: str) -> list[Finding]:
                 ordered.append((line_start + start, key))
     ordered.sort(key=lambda item: item[0])
     return [found[key] for _, key in ordered]
+
+
+def has_finding(line: str) -> bool:
+    """True when one line (no line break) holds a finding: extract_findings' remembered scan, without its
+    ordering work, for the classifiers that ask it of every line."""
+    return bool(_line_findings(line) if len(line) <= _CACHED_LINE_CHARS else _scan_long_line(line))
 
 
 def _scan_findings(line: str) -> tuple[tuple[int, Finding], ...]:

@@ -20,7 +20,7 @@ from typing import Any
 import openai
 from django.db import IntegrityError, transaction
 
-from flows.config.table_copy import TableCopy
+from flows.config.table_copy import TableCopy, outside_transactions
 from flows.engine import ModelInfo, lookup_model, window_from_models_payload
 from flows.models import Flow, ModelWindow, ProviderConfig, ProviderKind
 
@@ -173,7 +173,7 @@ providers_changed = PROVIDERS.changed
 
 def _find(**match: Any) -> ProviderConfig | None:
     """The first provider (by pk) whose fields equal `match`, from the copy where it may be used."""
-    if not PROVIDERS.usable():
+    if not outside_transactions():
         return ProviderConfig.objects.filter(**match).order_by("pk").first()
     return PROVIDERS.first(lambda row: all(getattr(row, key) == value for key, value in match.items()),
                            reread_on_miss=True)
@@ -282,7 +282,7 @@ WINDOWS: TableCopy[ModelWindow] = TableCopy(ModelWindow, "model_windows")
 
 def _override(model: str) -> ModelWindow | None:
     """An operator's window for the model (admin, or LLM_SERVER_CONTEXT_TOKENS), whichever provider serves it."""
-    if WINDOWS.usable():
+    if outside_transactions():
         return WINDOWS.first(lambda row: row.model == model and row.provider_id is None
                              and row.source != SOURCE_DISCOVERED)
     return ModelWindow.objects.filter(model=model, provider__isnull=True).exclude(source=SOURCE_DISCOVERED).first()
@@ -297,7 +297,7 @@ def _discovered(provider: ProviderConfig, model: str, discover: bool) -> ModelWi
 
 
 def _discovered_row(provider: ProviderConfig, model: str) -> ModelWindow | None:
-    if WINDOWS.usable():
+    if outside_transactions():
         return WINDOWS.first(lambda row: row.model == model and row.provider_id == provider.pk
                              and row.source == SOURCE_DISCOVERED)
     return ModelWindow.objects.filter(model=model, provider=provider, source=SOURCE_DISCOVERED).first()

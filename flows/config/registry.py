@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from flows.config.env import parse_env_text, settings_env_export, settings_env_export_rows
+from flows.config.table_copy import KeyedCopy
 from flows.core import AGENT, ASSISTANT, ASSISTANT_FORCED, FIELDS_BY_NAME, PROFILES, SETTINGS_FIELDS, env_fallback
 from flows.engine import SUMMARIZER_SETTINGS, SettingSpec, SummarizerConfig, registered_compaction_providers
 from flows.models import Flow, IdentifierPolicy, SummarizerSettings
@@ -182,10 +183,20 @@ def _env_defaults(profile: str) -> dict[str, Any]:
     return {**defaults_for(profile), **plan.accepted}
 
 
+# Settings rows as last read per (profile, flow id), see table_copy: every gateway call and summarization reads
+# its chain's; an edit through this process is seen at once, another process's within TABLE_COPY_SECONDS.
+SETTINGS: KeyedCopy[tuple[str, int | None], SummarizerSettings] = KeyedCopy(SummarizerSettings, "settings")
+
+
 def settings_for(*, profile: str, flow: Flow | int | None = None) -> SummarizerSettings:
     """The flow's override if it has one, else the profile's defaults (created from the environment once)."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}")
+    flow_id = flow.pk if isinstance(flow, Flow) else flow
+    return SETTINGS.get((profile, flow_id), lambda: _settings_row(profile, flow))
+
+
+def _settings_row(profile: str, flow: Flow | int | None) -> SummarizerSettings:
     scope = Q(flow__isnull=True) if flow is None else Q(flow=flow) | Q(flow__isnull=True)
     rows = list(SummarizerSettings.objects.filter(scope, profile=profile)[:2])  # one query for both
     for row in sorted(rows, key=lambda r: r.flow_id is None):  # the flow's own first

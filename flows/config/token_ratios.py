@@ -10,12 +10,9 @@ prompt, a usage of something else) and are ignored.
 """
 from __future__ import annotations
 
-import threading
-import time
-
 from django.db import IntegrityError, transaction
 
-from flows.config import table_copy
+from flows.config.table_copy import KeyedCopy
 from flows.models import ProviderConfig, TokenRatio
 
 __all__ = ["token_ratio_for", "token_ratio_learn", "WINDOW_SAMPLES", "MIN_RATIO", "MAX_RATIO"]
@@ -25,35 +22,18 @@ MIN_RATIO, MAX_RATIO = 0.5, 4.0
 MIN_SAMPLE_TOKENS = 32  # a tiny request's ratio is mostly fixed overhead: it says nothing about the tokenizer
 
 
-# Ratios as last read or learned in this process, per (provider id, model): every gateway call needs one, and
-# this process learns most of them itself (written through below); another process's learning is seen within
-# TABLE_COPY_SECONDS. Inside a transaction the table is read, as for the configuration copies.
-_known: dict[tuple[int | None, str], tuple[float, float]] = {}
-_known_lock = threading.Lock()
+# Ratios as last read or learned in this process, per (provider id, model), see table_copy: every gateway call
+# needs one, and this process learns most of them itself (`put` once committed).
+RATIOS: KeyedCopy[tuple[int | None, str], float] = KeyedCopy(TokenRatio, "token_ratios")
 
 
 def token_ratio_for(provider: ProviderConfig | None, model: str) -> float:
     """The learned ratio (provider tokens per token of ours), 1.0 when nothing was learned yet."""
-    key, copy_usable = (provider.pk if provider is not None else None, model[:200]), _outside_transactions()
-    if copy_usable:
-        with _known_lock:
-            known = _known.get(key)
-        if known is not None and time.monotonic() - known[0] <= table_copy.TABLE_COPY_SECONDS:
-            return known[1]
-    found = TokenRatio.objects.filter(provider=provider, model=model[:200]).values_list("ratio", flat=True).first()
-    ratio = float(found) if found is not None else 1.0
-    if copy_usable:
-        _remember(key, ratio)
-    return ratio
+    def read() -> float:
+        found = TokenRatio.objects.filter(provider=provider, model=model[:200]).values_list("ratio", flat=True).first()
+        return float(found) if found is not None else 1.0
 
-
-def _outside_transactions() -> bool:
-    return not transaction.get_connection().in_atomic_block
-
-
-def _remember(key: tuple[int | None, str], ratio: float) -> None:
-    with _known_lock:
-        _known[key] = (time.monotonic(), ratio)
+    return RATIOS.get((provider.pk if provider is not None else None, model[:200]), read)
 
 
 def token_ratio_learn(provider: ProviderConfig | None, model: str, *, ours: int, reported: int,
@@ -69,7 +49,7 @@ def token_ratio_learn(provider: ProviderConfig | None, model: str, *, ours: int,
     except IntegrityError:  # another call created the row at the same moment: fold into theirs
         ratio = _fold(provider, model[:200], sample, overflow)
     key = (provider.pk if provider is not None else None, model[:200])
-    transaction.on_commit(lambda: _remember(key, ratio))  # once committed, this process's next call uses it
+    transaction.on_commit(lambda: RATIOS.put(key, ratio))  # once committed, this process's next call uses it
     return ratio
 
 

@@ -108,11 +108,11 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
     return out
 
 
-def _pairing_terms(call: Entry) -> set[str]:
+def _pairing_terms(call: Entry) -> frozenset[str]:
     """What a call's output is likely to repeat: its values, and the program it ran ("curl: (22) ...")."""
     shown = _call_text(call).split(": ", 1)[-1]
     program = shown.split(" ", 1)[0].rsplit("/", 1)[-1]
-    return terms_of(shown) | ({program} if len(program) >= 3 else set())
+    return terms_of(shown) | ({program} if len(program) >= 3 else frozenset())
 
 
 def _call_text(entry: Entry) -> str:

@@ -6,10 +6,11 @@ briefing logic there reads as layout and selection only.
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
-from summarizer.identifiers import Finding, extract_findings, extract_identifiers, is_case_insensitive_id
+from summarizer.identifiers import Finding, extract_findings, extract_identifiers, has_finding, is_case_insensitive_id
 
 __all__ = ["score", "is_strong", "reports_success", "is_error", "is_negative", "is_plan", "is_decision",
            "is_constraint", "finding_label", "typed_findings", "reference_terms", "terms_of", "noise_identifiers",
@@ -40,6 +41,11 @@ _NEGATIVE_RE = re.compile(r"\b(?:no\s+(?:\w+\s+){0,3}(?:found|detected|returned|
 _POSITIVE_RE = re.compile(r"(?<!not )\b(?:excellent|great|success\w*|succeeded|worked|works|got|obtained|cracked|pwn3d|"
                           r"compromised|dumped)\b", re.IGNORECASE)
 _VERSION_RE = re.compile(r"\bversion\b|\bv\d+\.\d+|\b[A-Za-z][\w-]+/\d+\.\d+", re.IGNORECASE)
+# A service and its version as banners print them: "vsftpd 2.3.4", "OpenSSH 7.2p2", "Apache httpd 2.4.49".
+_SERVICE_VERSION_RE = re.compile(r"\b[A-Za-z][\w.-]{2,}(?: [A-Za-z][\w.-]+)? v?\d+\.\d+(?:\.\d+|p\d+)+\b")
+# A policy or configuration value, one `key = value` (or `key: value`) a line, the key one token:
+# "MinimumPasswordLength = 5", "LockoutBadCount: 0", "ms-DS-MachineAccountQuota = 10".
+_SETTING_RE = re.compile(r"^\s*[A-Za-z][\w.-]{2,60}\s*(?:=|:)\s*[^\s=:][^=]{0,60}$")
 _CONSTRAINT_RE = re.compile(r"\b(?:must|never|do not|don't|only|avoid|ignore|scope|not allowed|forbidden|rule|"
                             r"should not|prefer\w*)\b", re.IGNORECASE)
 _DECISION_RE = re.compile(r"\b(?:decid\w+|chose|choose|instead|because|plan\w*|switch\w*|focus\w*|approach|"
@@ -114,7 +120,7 @@ def is_strong(line: str) -> bool:
 def reports_success(line: str) -> bool:
     """A line that says something worked: a finding, a success marker or word (not a topic word alone)."""
     line = _OPTION_SYNOPSIS_RE.sub("", readable(line))
-    return bool(_SUCCESS_RE.search(line) or extract_findings(line))
+    return bool(_SUCCESS_RE.search(line) or has_finding(line))
 
 
 def is_error(line: str) -> bool:
@@ -125,7 +131,7 @@ def is_error(line: str) -> bool:
 def is_negative(line: str) -> bool:
     """A dead end in the agent's words; a sentence that also reports a win ("got X where Y failed") is a win."""
     line = readable(line)
-    return bool(_NEGATIVE_RE.search(line)) and not _POSITIVE_RE.search(line) and not extract_findings(line)
+    return bool(_NEGATIVE_RE.search(line)) and not _POSITIVE_RE.search(line) and not has_finding(line)
 
 
 def is_plan(line: str) -> bool:
@@ -143,10 +149,11 @@ def is_constraint(line: str) -> bool:
 def score(line: str) -> int:
     """What a line carries: findings, identifiers, result words, errors, versions."""
     line = readable(line)
-    value = 20 if extract_findings(line) else 0
+    value = 20 if has_finding(line) else 0
     value += 10 if any(not is_noise_class(i) for i in extract_identifiers(line, limit=3)) else 0
     value += 15 if is_strong(line) else 0
     value += 12 if is_error(line) else 0
+    value += 10 if _SERVICE_VERSION_RE.search(line) or _SETTING_RE.match(line) else 0  # what a host runs and is set to
     return value + (5 if _VERSION_RE.search(line) else 0)
 
 
@@ -208,11 +215,13 @@ def _same_finding(value: str, fuller: str) -> bool:
     return fuller.endswith(("\\" + value, "/" + value))
 
 
-def terms_of(text: str) -> set[str]:
-    """The technical tokens of `text` (see _TOKEN_RE), trimmed of punctuation, case kept."""
+@functools.lru_cache(maxsize=8_192)
+def terms_of(text: str) -> frozenset[str]:
+    """The technical tokens of `text` (see _TOKEN_RE), trimmed of punctuation, case kept. Remembered: a chain
+    is summarized again every turn, so the same messages and lines are read again and again."""
     found = {t.strip(_TOKEN_TRIM) for t in _TOKEN_RE.findall(text)}
     terms = {t for t in found if len(t) >= 4 and _TECHNICAL_RE.search(t)}
-    return terms | set(_QUOTED_RE.findall(text)) | {c for c in _CAMEL_RE.findall(text) if len(c) >= 4}
+    return frozenset(terms | set(_QUOTED_RE.findall(text)) | {c for c in _CAMEL_RE.findall(text) if len(c) >= 4})
 
 
 def reference_terms(texts: Iterable[tuple[int, str]]) -> dict[str, int]:

@@ -31,6 +31,7 @@ from summarizer.identifiers import extract_findings, extract_identifiers, extrac
 __all__ = ["rank_by_use", "is_random_looking", "listed_identifiers", "prompt_identifiers", "Listed"]
 
 _LISTING_PREFIXES = ("- identifiers:", NOISE_LABEL.strip())  # the ledger's list and a checkpoint's noise line
+_AGENT_KINDS = ("ai", "call", "task", "summary")  # what the agent (or the task, or a summary of it) wrote
 _RANDOM_RE = re.compile(r"[0-9A-Fa-f]{8,}|[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}|\d{6,}")
 
 
@@ -114,12 +115,12 @@ def listed_identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool,
             unique[key] = name
             names.add(name)
     spelled = original_spelling(list(unique.values()), source)
-    agent_text = "\n".join(e.text for e in entries if e.kind in ("ai", "call", "task", "summary"))
+    agent_text = "\n".join(e.text for e in entries if e.kind in _AGENT_KINDS)
     results = [e.text for e in entries if e.kind == "result"]
     noise = noise_identifiers(spelled, agent_text + "\n" + "\n".join(named), results)
     # Ranked by use: what the agent wrote (not what an earlier summary merely listed) or a finding holds first.
-    used = "\n".join([*named, *_without_id_lists(agent_text).splitlines(),
-                      *(f"{f.value}\n{f.line}" for f in extract_findings("\n".join(results)))])
+    said = [_without_id_lists(e.text) if e.kind == "summary" else e.text for e in entries if e.kind in _AGENT_KINDS]
+    used = "\n".join([*named, *said, *(f"{f.value}\n{f.line}" for f in extract_findings("\n".join(results)))])
     ranked = rank_by_use(spelled, used)
     if checkpoint:  # what the audit checks first, the names it does not check after it
         ranked = [i for i in ranked if i not in names] + [i for i in ranked if i in names]

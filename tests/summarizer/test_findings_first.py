@@ -1,6 +1,7 @@
 """Findings first, noise last (issue 23 item 2): what the agent concluded outranks the action log, an action is
 worth what it found, a checkpoint's dead ends go back where they belong, a topic word is not a success, a value
-the task named is no evidence of later use, and a format legend is not a credential. Synthetic transcripts only."""
+the task named is no evidence of later use, a format legend is not a credential, and a policy value or a service
+version is worth keeping from a noisy output. Synthetic transcripts only."""
 from __future__ import annotations
 
 from summarizer.compact.prompt import build_compaction_prompt
@@ -80,3 +81,13 @@ def test_a_value_the_task_named_is_no_evidence_that_a_line_was_used_later():
             _ai(None, _call("c3", "nmap -sV 10.7.0.40")), _tool("c3", "445/tcp open microsoft-ds")]
     summary = extractive_summarize(build_summary_prompt([task], work), budget_bytes=1000)
     assert "backup_2019 READ,WRITE vault.kdbx" in summary
+
+
+def test_a_policy_value_and_a_service_version_are_kept_from_a_noisy_output():
+    chatter = [f"Processing section {i} of the export" for i in range(20)]
+    policy = chatter[:10] + ["LockoutThreshold = 0"] + chatter[10:]
+    banner = chatter[:10] + ["220 (vsftpd 2.3.4)"] + chatter[10:]
+    work = [_ai(None, _call("c1", "policy-export lab.test")), _tool("c1", "\n".join(policy)),
+            _ai(None, _call("c2", "portscan 10.7.0.21")), _tool("c2", "\n".join(banner))]
+    summary = extractive_summarize(build_summary_prompt([TASK], work))
+    assert "LockoutThreshold = 0" in summary and "vsftpd 2.3.4" in summary
