@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from flows.engine import tools_tokens
 from flows.gateway.alignment import align, message_text
 from flows.gateway.reads import call_raw_messages, call_sent_messages, gateway_call_visible
 from flows.gateway.trace import latency_phases, tool_costs, usage_rows
@@ -29,10 +30,20 @@ def _request(call: GatewayCall) -> dict[str, Any]:
     rest = {k: v for k, v in params.items() if k not in _PARAMS_SHOWN_APART}
     tools = tool_costs(params.get("tools"), call.model)
     return {"params": sorted((k, json.dumps(v, ensure_ascii=False, default=str)[:500]) for k, v in rest.items()),
-            "tools": tools, "tools_tokens": sum(t.tokens for t in tools), "tools_cut": params.get("tools_cut", ""),
+            "tools": tools, "tools_tokens": _tools_total(call, params.get("tools")),
+            "tools_cut": params.get("tools_cut", ""),
             "asked_model": params.get("model", ""), "headers": sorted(((call.request_params or {}).get("headers")
                                                                        or {}).items()),
             "recorded": bool(call.request_params)}
+
+
+def _tools_total(call: GatewayCall, tools: Any) -> int:
+    """The tools' tokens in the request, as its fit counted them (the budget the call recorded, which the chain's
+    context breakdown shows too); counted from the recorded schemas for calls recorded without a budget."""
+    budgeted = (call.budget or {}).get("tools")
+    if isinstance(budgeted, int):
+        return budgeted
+    return tools_tokens(tools if isinstance(tools, list) else [], model=call.model or None)
 
 
 def _timing(call: GatewayCall) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flows.engine import count_tokens
+from flows.engine import tools_tokens
 from flows.models import GatewayCall
 
 __all__ = ["REQUEST_PARAMS_MAX_BYTES", "TRACE_HEADERS", "request_params", "Phase", "latency_phases",
@@ -52,15 +52,14 @@ class ToolCost:
 
 
 def tool_costs(tools: Any, model: str) -> list[ToolCost]:
-    """Each tool's schema in tokens as our counter sees it (the schema JSON, a close estimate of what a provider
-    bills for it), biggest first."""
+    """Each tool's schema in tokens as the request's fit counts it (rendered as the provider renders function
+    schemas, `tools_tokens`), each as if sent alone (so with the tools' framing), biggest first."""
     out = []
     for tool in tools if isinstance(tools, list) else []:
         fn: dict[str, Any] = tool["function"] if isinstance(tool, dict) and isinstance(tool.get("function"), dict) \
             else {}
-        schema = json.dumps(tool, ensure_ascii=False, default=str)
-        tokens = count_tokens([{"role": "system", "content": schema}], model=model or None)
-        out.append(ToolCost(_tool_name(tool), tokens, str(fn.get("description") or "")[:300]))
+        out.append(ToolCost(_tool_name(tool), tools_tokens([tool], model=model or None),
+                            str(fn.get("description") or "")[:300]))
     return sorted(out, key=lambda t: -t.tokens)
 
 

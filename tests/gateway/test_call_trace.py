@@ -108,3 +108,27 @@ def test_thinking_shows_as_escaped_text_on_the_chain_page_and_in_the_calls_answe
     assert f"conclude {escaped}" in call_page
     for page in (chain_page, call_page):
         assert HOSTILE not in page and "sig-opaque" not in page
+
+
+@pytest.mark.django_db
+def test_the_tools_figures_are_the_fits_own_count_the_same_the_context_breakdown_shows(django_user_model):
+    from flows.engine import tools_tokens
+
+    user = django_user_model.objects.create_user("tools-user", password="x")
+    browser = {"type": "function", "function": {"name": "browser", "description": "fetch a page",
+                                                "parameters": {"type": "object", "properties": {
+                                                    "url": {"type": "string"}}}}}
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "scan"}]
+    threaded = gateway_thread(user=user, messages=messages)
+    sent = SentMessages(messages, None, threaded.chain.last_seq, exact=True)
+    sent.budget = {"tools": tools_tokens([TOOL, browser], model="gpt-4o"), "schema": 0}
+    call = gateway_call_start(chain=threaded.chain, user=user, provider=None, model="gpt-4o",
+                              mode=GatewayMode.OBSERVE, stream=False, request_messages=2, appended=2, sent=sent,
+                              request_params=request_params({"model": "gpt-4o", "tools": [TOOL, browser]}, {}))
+    client = Client()
+    client.force_login(user)
+    page = client.get(f"/chains/{call.chain_id}/calls/{call.pk}/").content.decode()
+    assert f"~{sent.budget['tools']:,} tokens in the request" in page
+    alone = tools_tokens([TOOL], model="gpt-4o")
+    row = page[page.index('data-tool="terminal"'):]
+    assert f'<td class="num">{alone:,}</td>' in row[:row.index("</tr>")]
