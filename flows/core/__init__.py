@@ -5,7 +5,7 @@ commit), `relay` (the client side of the cross-process relay on the embedded def
 setting declared once), `text_input` (text the database can hold), `params` (ids out of query parameters),
 `db_threads` (an async view's ORM work in threads that keep their database connection).
 """
-from flows.core.db_threads import db_run, pooled_db_threads
+from flows.core.db_threads import API_POOL, DbThreadPool, db_run, pooled_db_threads
 from flows.core.events import (
     EVENT_TYPES,
     AgentLoopEvent,
@@ -74,7 +74,8 @@ __all__ = [
     "EVENT_TYPES", "FIELDS_BY_NAME", "FIT_CHAIN", "HeartbeatEvent", "IDENTIFIER_POLICIES", "JsonBodyError",
     "MAX_INSTRUCTIONS_CHARS", "MAX_JSON_DEPTH",
     "PROFILES", "PRUNING_MODES", "Relay", "SECRET_HEADER", "SETTINGS_FIELDS", "SUMMARIZE_CHAIN", "abroadcast",
-    "bind_event_loop", "broadcast", "broadcasts_batched", "BroadcastBatch", "db_run", "enqueue",
+    "bind_event_loop", "broadcast", "broadcasts_batched", "BroadcastBatch", "db_run", "DbThreadPool", "API_POOL",
+    "enqueue",
     "enqueue_on_commit", "env_fallback", "group_name", "group_notify",
     "instructions_problem", "json_body", "layer_message", "local_url", "lone_surrogate_path", "model_help",
     "parse_id", "plain_text_problem", "pooled_db_threads",

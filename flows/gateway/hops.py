@@ -7,7 +7,8 @@ about a third of the time it adds to a call (a new thread, a new connection with
 wake-ups, each slow on a virtual machine's idle CPU). So under `GatewayHandler` (flows/gateway/asgi.py)
 ORM work runs here instead: GATEWAY_DB_THREADS threads, each keeping its connection for up to
 GATEWAY_DB_CONN_MAX_AGE seconds (at most that many connections per server process, idle ones included; a
-connection that saw an error and no longer answers, or that was left in a transaction, is closed at once).
+connection that saw an error and no longer answers, or that was left in a transaction, is closed at once):
+a `flows.core.DbThreadPool` of its own beside the API's.
 
 A request may also leave jobs for after its response (`after_response`: the call record the gateway writes
 once the agent has its answer); the handler starts them AFTER_RESPONSE_DELAY_SECONDS after handing the
@@ -19,19 +20,14 @@ thread-sensitive hop, so a test sees the same rows as the view, and there are no
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import Awaitable, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
-from django.db import connections
 
-from flows.core import BroadcastBatch, broadcasts_batched, publishing_in_background
+from flows.core import DbThreadPool, publishing_in_background
 
 __all__ = ["in_gateway_handler", "under_gateway_handler", "run", "after_response", "start_after_response"]
 
@@ -41,9 +37,6 @@ AFTER_RESPONSE_DELAY_SECONDS = 0.001
 Job = Callable[[], Awaitable[None]]
 
 _UNDER_HANDLER: ContextVar[list[Job] | None] = ContextVar("gateway_after_response", default=None)
-_opened = threading.local()  # per pool thread: alias -> (the DB-API connection, when it was opened)
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 _started: set[asyncio.Task[None]] = set()  # jobs running after their response (referenced until done)
 
 
@@ -87,48 +80,16 @@ async def _run_later(jobs: list[Job]) -> None:
     await asyncio.gather(*(job() for job in jobs), return_exceptions=True)
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=settings.GATEWAY_DB_THREADS, thread_name_prefix="gateway-db")
-        return _pool
+POOL = DbThreadPool("gateway-db", "GATEWAY_DB_THREADS")
 
 
 async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`fn(*args, **kwargs)` in a thread that may use the ORM, awaited from the event loop."""
     if not in_gateway_handler():
         return await sync_to_async(fn)(*args, **kwargs)
-    batch = BroadcastBatch()  # the hop's live events, sent by this loop once it has the result
-    try:
-        return await sync_to_async(_tidy_after, thread_sensitive=False, executor=_executor())(batch, fn, *args,
-                                                                                               **kwargs)
-    finally:
-        batch.hand_over()
+    return await POOL.run(_published_in_background, fn, *args, **kwargs)
 
 
-def _tidy_after(batch: BroadcastBatch, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    try:
-        # The summarization a turn queues is published off the call's path, its live events by the loop.
-        with publishing_in_background(), broadcasts_batched(batch):
-            return fn(*args, **kwargs)
-    finally:
-        _tidy_connections()
-
-
-def _tidy_connections() -> None:
-    """Keep this thread's connections for the next request unless broken, mid-transaction or too old."""
-    now = time.monotonic()
-    for conn in connections.all(initialized_only=True):
-        if conn.connection is None:
-            continue
-        known = getattr(_opened, conn.alias, None)
-        if known is None or known[0] is not conn.connection:
-            known = (conn.connection, now)
-            setattr(_opened, conn.alias, known)
-        broken = conn.errors_occurred and not conn.is_usable()
-        too_old = now - known[1] >= settings.GATEWAY_DB_CONN_MAX_AGE
-        if broken or too_old or conn.in_atomic_block or not conn.get_autocommit():
-            conn.close()
-        else:
-            conn.errors_occurred = False
+def _published_in_background(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    with publishing_in_background():  # the summarization a turn queues is published off the call's path
+        return fn(*args, **kwargs)

@@ -59,14 +59,15 @@ def one_api_thread(settings: Any) -> Iterator[None]:
     """A pool of one thread, so consecutive requests are known to run on the same thread; its kept connection is
     closed afterwards (else PostgreSQL's test database could not be dropped)."""
     settings.API_DB_THREADS = 1
-    saved, db_threads._pool = db_threads._pool, None
+    saved, db_threads.API_POOL.executor = db_threads.API_POOL.executor, None
     try:
         yield
     finally:
-        if db_threads._pool is not None:
-            db_threads._pool.submit(connections.close_all).result()
-            db_threads._pool.shutdown(wait=True)
-        db_threads._pool = saved
+        pool = db_threads.API_POOL.executor
+        if pool is not None:
+            pool.submit(connections.close_all).result()
+            pool.shutdown(wait=True)
+        db_threads.API_POOL.executor = saved
 
 
 @pytest.fixture

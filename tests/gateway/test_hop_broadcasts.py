@@ -32,13 +32,13 @@ def layer(monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordingLayer]:
     connection would have it checked after each hop, which these database-free tests may not do."""
     recording = RecordingLayer()
     monkeypatch.setattr("flows.core.events.get_channel_layer", lambda: recording)
-    saved, hops._pool = hops._pool, None
+    saved, hops.POOL.executor = hops.POOL.executor, None
     try:
         yield recording
     finally:
-        if hops._pool is not None:
-            hops._pool.shutdown(wait=True)
-        hops._pool = saved
+        if hops.POOL.executor is not None:
+            hops.POOL.executor.shutdown(wait=True)
+        hops.POOL.executor = saved
 
 
 async def _wait_for(condition: Any, timeout: float = 10.0) -> None:

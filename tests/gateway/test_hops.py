@@ -58,13 +58,13 @@ def one_pool_thread(settings: Any) -> Iterator[None]:
     """A pool of one thread, so consecutive hops are known to run on the same thread (a bigger pool hands a
     hop to whichever thread is idle, and which one that is depends on the machine's load)."""
     settings.GATEWAY_DB_THREADS = 1
-    saved, hops._pool = hops._pool, None
+    saved, hops.POOL.executor = hops.POOL.executor, None
     try:
         yield
     finally:
-        if hops._pool is not None:
-            hops._pool.shutdown(wait=True)
-        hops._pool = saved
+        if hops.POOL.executor is not None:
+            hops.POOL.executor.shutdown(wait=True)
+        hops.POOL.executor = saved
 
 
 @pytest.mark.django_db(transaction=True)
