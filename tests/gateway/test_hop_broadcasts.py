@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,10 +27,18 @@ def _appended(chain_id: int, seq: int) -> None:
 
 
 @pytest.fixture
-def layer(monkeypatch: pytest.MonkeyPatch) -> RecordingLayer:
+def layer(monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordingLayer]:
+    """A recording layer, and a pool of fresh threads: a pool thread an earlier test left holding a database
+    connection would have it checked after each hop, which these database-free tests may not do."""
     recording = RecordingLayer()
     monkeypatch.setattr("flows.core.events.get_channel_layer", lambda: recording)
-    return recording
+    saved, hops._pool = hops._pool, None
+    try:
+        yield recording
+    finally:
+        if hops._pool is not None:
+            hops._pool.shutdown(wait=True)
+        hops._pool = saved
 
 
 async def _wait_for(condition: Any, timeout: float = 10.0) -> None:
