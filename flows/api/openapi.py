@@ -104,8 +104,10 @@ SCHEMAS: dict[str, Any] = {
         "messages": {"type": "array", "items": _ref("Message"), "minItems": 1, "maxItems": 1000}}},
     "AppendResult": {"type": "object", "properties": {
         "appended": {"type": "integer"}, "last_seq": {"type": "integer"}, "turn_completed": {"type": "boolean"},
-        "summarization": {"type": "string", "description": "queued | none (no turn ended) | pending (not committed "
-                          "yet) | not queued: broker unreachable (queued again by the sweep once it answers)"}}},
+        "summarization": {"type": "string", "description": "queued | coalesced (a summarization of this chain "
+                          "already waits in the queue; it loads the newest state, so it covers this turn) | none (no "
+                          "turn ended) | pending (not committed yet) | not queued: broker unreachable (queued again "
+                          "by the sweep once it answers)"}}},
     "SummaryEvent": {"type": "object", "properties": {
         "id": {"type": "integer"}, "trigger": {"type": "string"}, "outcome": {"type": "string"},
         "calls": {"type": "integer", "description": "summarize calls, the offline extractive summarizer's included"},

@@ -6,8 +6,9 @@ plain Daphne with a separate Celery worker may never restart. So every server pr
 daemon thread every SWEEP_INTERVAL_SECONDS: gateway calls and summary events older than the longest provider
 timeout plus a minute (twice the broker's visibility timeout for events, when that is longer) are closed as
 failed "abandoned", half-written imports a killed process left are removed, and summarizations the broker refused
-(the append said "not queued: broker unreachable") are queued again once it answers. Each pass is a few indexed
-UPDATEs; several server processes sweeping the same rows is harmless (each row is closed once).
+(the append said "not queued: broker unreachable") are queued again once it answers, as are those whose coalescing
+flag (`Chain.summary_queued_at`) is as old as the events' cutoff (the queued task was lost with its worker). Each
+pass is a few indexed UPDATEs; several server processes sweeping the same rows is harmless (each row is closed once).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from django.db import connection
 
 from flows.gateway.recovery import CALL_ABANDONED_REASON, gateway_calls_close_interrupted, longest_call_seconds
 from flows.ingest import imports_remove_interrupted
-from flows.pipeline import events_close_abandoned, not_queued_requeue
+from flows.pipeline import events_close_abandoned, not_queued_requeue, summaries_requeue_stale
 
 __all__ = ["Swept", "abandoned_sweep", "sweeper_start"]
 
@@ -52,11 +53,12 @@ def _events_cutoff_seconds(calls_cutoff: float) -> float:
 def abandoned_sweep(*, now: datetime | None = None) -> Swept:
     """One pass; `now` is injectable so a test ages nothing and sleeps never."""
     cutoff = longest_call_seconds()
+    events_cutoff = _events_cutoff_seconds(cutoff)
     return Swept(
         calls=gateway_calls_close_interrupted(older_than_seconds=cutoff, now=now, reason=CALL_ABANDONED_REASON),
-        events=events_close_abandoned(older_than_seconds=_events_cutoff_seconds(cutoff), now=now),
+        events=events_close_abandoned(older_than_seconds=events_cutoff, now=now),
         imports=imports_remove_interrupted(now=now),
-        requeued=not_queued_requeue())
+        requeued=not_queued_requeue() + summaries_requeue_stale(older_than_seconds=events_cutoff, now=now))
 
 
 _started: dict[int, threading.Thread] = {}  # pid -> this process's sweeper (a forked child starts its own)
@@ -83,8 +85,8 @@ def _sweep_forever(every: float) -> None:
             swept = abandoned_sweep()
             if swept:
                 log.warning("sweep: closed %s abandoned gateway call(s), %s abandoned event(s); removed %s "
-                            "interrupted import(s); queued %s chain(s) the broker had refused", swept.calls,
-                            swept.events, swept.imports, swept.requeued)
+                            "interrupted import(s); queued %s chain(s) the broker had refused or whose run was lost",
+                            swept.calls, swept.events, swept.imports, swept.requeued)
         except Exception:  # a database outage must not end the sweeper: the next pass tries again
             log.exception("sweep failed")
         finally:

@@ -169,14 +169,31 @@ def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: lis
     chain.last_seq += len(rows)
     chain.tool_call_id_template = id_template(chain, batch)
     chain.raw_tokens = tokens_after(chain.raw_tokens, rows)
+    now = timezone.now()
+    said, queue = summary_decision(chain, turn_done=done and queue_summary, now=now)
+    if queue:
+        chain_fields["summary_queued_at"] = now
     Chain.objects.filter(pk=chain.pk).update(last_seq=chain.last_seq, tool_call_id_template=chain.tool_call_id_template,
-                                             raw_tokens=chain.raw_tokens, updated_at=timezone.now(), **chain_fields)
+                                             raw_tokens=chain.raw_tokens, updated_at=now, **chain_fields)
     _touch(chain.agent.flow)
     chain_id = chain.pk
     result = AppendResult(appended=len(rows), last_seq=chain.last_seq, rows=rows, turn_completed=done,
-                          summarization="pending" if done and queue_summary else "none")
-    transaction.on_commit(lambda: after_append(chain_id, rows, done and queue_summary, result), robust=True)
+                          summarization=said)
+    transaction.on_commit(lambda: after_append(chain_id, rows, queue, result), robust=True)
     return result
+
+
+def summary_decision(chain: Chain, *, turn_done: bool, now: Any) -> tuple[str, bool]:
+    """Coalescing: what the append says about the summarization, and whether it queues one. Read under the
+    chain's row lock: a run already queued and not yet started (`summary_queued_at` set; the run clears it as it
+    starts, then loads the newest state) covers this turn too, so a burst of turns queues one run, not one each.
+    A turn that finds the flag clear (nothing queued, or the run already started) sets it and queues."""
+    if not turn_done:
+        return "none", False
+    if chain.summary_queued_at is not None:
+        return "coalesced", False
+    chain.summary_queued_at = now
+    return "pending", True
 
 
 def tokens_after(total: int | None, rows: list[Message]) -> int | None:
@@ -232,7 +249,9 @@ def after_append(chain_id: int, rows: list[Message], turn_done: bool, result: Ap
 
 def not_queued_record(chain_id: int) -> None:
     """One failed turn event per chain saying the summarization was not queued (the sweep's outbox: it queues the
-    chain once the broker answers again and marks the event so); a second miss before then adds nothing."""
+    chain once the broker answers again and marks the event so); a second miss before then adds nothing. The
+    coalescing flag is cleared: nothing waits in the queue, so the next turn tries to queue again."""
+    Chain.objects.filter(pk=chain_id).update(summary_queued_at=None)
     waiting = SummaryEvent.objects.filter(chain_id=chain_id, outcome=Outcome.FAILED, reason=NOT_QUEUED_REASON)
     if not waiting.exists():
         SummaryEvent.objects.create(chain_id=chain_id, trigger=Trigger.TURN, outcome=Outcome.FAILED,

@@ -26,6 +26,7 @@ class AppendResult:
     last_seq: int
     rows: list[Message] = field(default_factory=list)
     turn_completed: bool = False
-    # "none" (no turn ended, or the caller summarizes itself), "pending" until the batch commits, then "queued"
-    # or flows.core.NOT_QUEUED_REASON (the broker did not answer; the sweep queues it once it does)
+    # "none" (no turn ended, or the caller summarizes itself), "coalesced" (a run of this chain already waits in
+    # the queue and covers the turn: ingest.append.summary_decision), "pending" until the batch commits, then
+    # "queued" or flows.core.NOT_QUEUED_REASON (the broker did not answer; the sweep queues it once it does)
     summarization: str = "none"

@@ -113,6 +113,12 @@ class Chain(models.Model):
     raw_tokens = models.BigIntegerField(null=True, blank=True, default=0,
                                         help_text="tokens of all raw messages (their token counts summed; empty "
                                                   "when a message has none)")
+    # Coalescing (flows/ingest/append.py): set under the chain's row lock by the append that queues the after-turn
+    # summarization, cleared by that run as it starts; while set, further turns queue nothing (the run loads the
+    # newest state when it starts). A flag older than the sweep's cutoff is taken for a lost task (recovery).
+    summary_queued_at = models.DateTimeField(null=True, blank=True,
+                                             help_text="when the after-turn summarization now waiting in the queue "
+                                                       "was queued (empty: none waiting)")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

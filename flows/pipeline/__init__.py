@@ -28,6 +28,7 @@ from flows.pipeline.recovery import (
     events_close_abandoned,
     events_recover_interrupted,
     not_queued_requeue,
+    summaries_requeue_stale,
 )
 from flows.pipeline.request_budget import MIN_OUTPUT_TOKENS, Budget, RequestNeeds, fit_budget
 from flows.pipeline.runs import elapsed_ms, load_state, serving_route, view_current, window_for, window_info
@@ -49,7 +50,7 @@ __all__ = [
     "chain_compact", "chain_dry_run", "dry_run_moved", "DryRun", "DRY_RUN_SECONDS",
     "chain_fit", "chain_preview", "chain_request_compaction", "chain_summarize",
     "chains_behind_their_view", "elapsed_ms", "events_close_abandoned", "events_recover_interrupted", "load_state",
-    "not_queued_requeue", "preview_warm",
+    "not_queued_requeue", "summaries_requeue_stale", "preview_warm",
     "preview_warm_later", "preview_warm_wait", "seq_ranges", "set_summarizer_factory", "start_embedded_worker",
     "use_summarizer_factory", "view_current", "window_for", "window_info", "serving_route",
     "SYNC_MESSAGES", "WindowEstimate", "window_estimate", "window_estimates_clear", "window_estimates_wait",

@@ -33,7 +33,7 @@ from flows.models import Chain, ChainView, Outcome, SummaryEvent, Trigger
 
 __all__ = ["Recovered", "events_recover_interrupted", "abandoned_after_seconds", "INTERRUPTED_REASON",
            "chains_behind_their_view", "events_close_abandoned", "ABANDONED_REASON", "not_queued_requeue",
-           "REQUEUED_REASON", "claim_lease_seconds"]
+           "REQUEUED_REASON", "claim_lease_seconds", "summaries_requeue_stale"]
 
 INTERRUPTED_REASON = ("interrupted: the worker stopped before this run finished (closed when a worker started "
                       "again); the chain was queued for a new summarization")
@@ -77,13 +77,35 @@ def events_recover_interrupted(*, older_than_seconds: float = 0.0, send: Send = 
     manual = list(running.filter(trigger=Trigger.MANUAL).values_list("chain_id", "pk"))
     with transaction.atomic():
         others = running.exclude(trigger=Trigger.MANUAL).select_for_update()
-        chains = sorted(set(others.values_list("chain_id", flat=True)))
+        flagged = Chain.objects.filter(summary_queued_at__lte=cutoff).select_for_update()
+        chains = sorted(set(others.values_list("chain_id", flat=True)) | set(flagged.values_list("pk", flat=True)))
         closed = others.update(outcome=Outcome.FAILED, reason=INTERRUPTED_REASON, finished_at=timezone.now())
+        Chain.objects.filter(pk__in=chains).update(summary_queued_at=timezone.now())  # queued below: coalesce on it
     for chain_id, event_id in manual:
         send(COMPACT_CHAIN, [chain_id, event_id])
     for chain_id in chains:
         send(SUMMARIZE_CHAIN, [chain_id])
     return Recovered(requeued_compactions=len(manual), closed_as_failed=closed, summarized=tuple(chains))
+
+
+def summaries_requeue_stale(*, older_than_seconds: float, now: datetime | None = None) -> int:
+    """Chains whose coalescing flag (`Chain.summary_queued_at`) is older than `older_than_seconds`: the task it
+    stands for was lost (a worker or broker that died with it), and while the flag stands every turn coalesces
+    into it. Each is queued again with a fresh flag; an UPDATE per chain that only one sweeping process wins.
+    Returns how many were queued; stops at the first broker refusal (the flag is cleared, the next turn queues)."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=older_than_seconds)
+    done = 0
+    for chain_id in Chain.objects.filter(summary_queued_at__lte=cutoff).order_by("pk").values_list("pk", flat=True):
+        if not Chain.objects.filter(pk=chain_id, summary_queued_at__lte=cutoff).update(summary_queued_at=now):
+            continue  # another process re-queued it, or its run started meanwhile
+        try:
+            enqueue(SUMMARIZE_CHAIN, chain_id)
+        except BrokerUnreachable:
+            Chain.objects.filter(pk=chain_id, summary_queued_at=now).update(summary_queued_at=None)
+            break
+        done += 1
+    return done
 
 
 def events_close_abandoned(*, older_than_seconds: float, now: datetime | None = None) -> int:

@@ -53,8 +53,11 @@ class RelayableTask(Task):
 
 @shared_task(name=SUMMARIZE_CHAIN, base=RelayableTask)
 def summarize_chain_task(chain_id: int) -> int | None:
-    """Summarize after an agent turn. Returns the recorded event's id (None when nothing changed)."""
-    if not _chain_exists(chain_id):
+    """Summarize after an agent turn. Returns the recorded event's id (None when nothing changed).
+
+    It first clears the chain's coalescing flag (`Chain.summary_queued_at`, set by the append that queued it),
+    then loads the state: a turn committed before the clear is in that state, a turn after it queues a new run."""
+    if not Chain.objects.filter(pk=chain_id).update(summary_queued_at=None):
         log.info("summarize: chain %s is gone", chain_id)
         return None
     event = chain_summarize(chain_id=chain_id, trigger="turn", claim=True)  # one run per state, however queued
