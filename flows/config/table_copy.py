@@ -24,6 +24,7 @@ from django.db.models.signals import post_delete, post_save
 __all__ = ["TableCopy", "KeyedCopy", "TABLE_COPY_SECONDS", "outside_transactions"]
 
 TABLE_COPY_SECONDS = 2.0
+KEYED_COPY_MAX_KEYS = 4096  # a server serving more flows than this keeps only the fresh ones
 Row = TypeVar("Row", bound=models.Model)
 Key = TypeVar("Key", bound=Hashable)
 Value = TypeVar("Value")
@@ -126,5 +127,10 @@ class KeyedCopy(_Copy, Generic[Key, Value]):
 
     def _keep(self, key: Key, value: Value, generation: int) -> None:
         with self._lock:
-            if generation == self._generation:
-                self._values[key] = (time.monotonic(), value)
+            if generation != self._generation:
+                return
+            if len(self._values) >= KEYED_COPY_MAX_KEYS:  # bounded: what is stale goes first, else everything
+                self._values = {k: v for k, v in self._values.items() if _fresh(v[0])}
+                if len(self._values) >= KEYED_COPY_MAX_KEYS:
+                    self._values.clear()
+            self._values[key] = (time.monotonic(), value)

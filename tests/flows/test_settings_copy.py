@@ -45,3 +45,11 @@ def test_inside_a_transaction_the_table_is_read(flow: Any) -> None:
         assert settings_for(profile="agent", flow=flow).last_sec_bytes == 34567
         transaction.set_rollback(True)
     assert settings_for(profile="agent", flow=flow).last_sec_bytes != 34567
+
+
+def test_the_copy_stays_bounded_however_many_flows_it_serves(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(table_copy, "KEYED_COPY_MAX_KEYS", 3)
+    SETTINGS.drop()
+    for flow_id in range(10):
+        assert settings_for(profile="agent", flow=flow_id + 10_000).profile == "agent"  # no such flows: defaults
+    assert len(SETTINGS._values) <= 3
