@@ -101,3 +101,23 @@ def test_no_comment_cites_notes_outside_the_repository():
                 if OUTSIDE_NOTES.search(line):
                     hits.append(f"{path.relative_to(ROOT)}:{number}")
     assert not hits, "cite docs/design.md or docs/architecture.md instead: " + ", ".join(hits)
+
+
+# A merge that kept both sides' lines once landed with its markers in bench/README.md: the table rendered broken.
+CONFLICT_MARKER = re.compile(r"^(<{7}|>{7})( |$)|^={7}$", re.M)
+
+
+def test_no_file_keeps_merge_conflict_markers():
+    here = Path(__file__).resolve()
+    files = [README, *DOCS, *(p for d in SOURCE_DIRS for p in sorted((ROOT / d).rglob("*")))]
+    hits = []
+    for path in files:
+        if not path.is_file() or path.resolve() == here or path.suffix in {".png", ".pyc", ".sqlite3"}:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        if CONFLICT_MARKER.search(text):
+            hits.append(str(path.relative_to(ROOT)))
+    assert not hits, f"merge conflict markers left in {hits}"
