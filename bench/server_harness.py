@@ -76,6 +76,7 @@ class Server:
     _tmp: Path | None = None
     _pg_name: str = ""
     _procs: list[subprocess.Popen] = field(default_factory=list)
+    _roles: list[str] = field(default_factory=list)
     _env: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -112,23 +113,30 @@ class Server:
         self._manage("shell", "-c", "from django.contrib.auth import get_user_model as g; "
                      f"g().objects.create_user({BENCH_USER!r}, password={self.password!r})")
         self.token = self._manage("create_api_token", BENCH_USER, "--name", "bench").strip().splitlines()[-1]
-        self._spawn([sys.executable, "manage.py", "run", "--no-demo", "--host", HOST, "--port", str(self.port)])
+        self._spawn([sys.executable, "manage.py", "run", "--no-demo", "--host", HOST, "--port", str(self.port)],
+                    role="server")
         if self.layer == "redis":
             self._spawn([sys.executable, "-m", "celery", "-A", "pentagi_web", "worker", "--pool", "solo",
-                         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"])
+                         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+                        role="worker")
         self._wait_http()
 
     def _redis_url(self) -> str:
         if not shutil.which("redis-server"):
             return SHARED_REDIS_URL
         port = free_port()
-        self._spawn(["redis-server", "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no"])
+        self._spawn(["redis-server", "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no"],
+                    role="redis")
         deadline = time.monotonic() + 10
         while not _port_open(port):
             if time.monotonic() > deadline:
                 raise ServerError("private redis-server did not start")
             time.sleep(0.05)
         return f"redis://{HOST}:{port}"
+
+    def manage(self, *args: str) -> str:
+        """`manage.py *args` against this server's database and settings; its standard output."""
+        return self._manage(*args)
 
     def _manage(self, *args: str) -> str:
         done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self._env, capture_output=True,
@@ -137,10 +145,21 @@ class Server:
             raise ServerError(f"manage.py {args[0]} failed: {done.stderr.strip()[-500:]}")
         return done.stdout
 
-    def _spawn(self, argv: list[str]) -> None:
+    def _spawn(self, argv: list[str], *, role: str) -> None:
         log = open(self._tmp / f"{Path(argv[0]).name}-{len(self._procs)}.log", "wb")  # noqa: SIM115
         self._procs.append(subprocess.Popen(argv, cwd=ROOT, env=self._env, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True))
+        self._roles.append(role)
+
+    def pids(self) -> dict[str, int]:
+        """The process id of each process started: "server" (Daphne, and the worker when embedded), "worker"
+        (the Celery worker with Redis), "redis" (the private redis-server)."""
+        return {role: proc.pid for role, proc in zip(self._roles, self._procs, strict=True)}
+
+    @property
+    def pg_name(self) -> str:
+        """The throwaway PostgreSQL database's name ("" on SQLite)."""
+        return self._pg_name
 
     def _wait_http(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -213,6 +232,7 @@ class Server:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         self._procs.clear()
+        self._roles.clear()
         if self._pg_name:
             try:
                 _pg_admin(f'DROP DATABASE IF EXISTS "{self._pg_name}" WITH (FORCE)')

@@ -26,7 +26,7 @@ from flows.core import (
 )
 from flows.engine import MessageError, detect_id_template, message_size, message_tokens, validate_messages
 from flows.ingest.errors import AppendError, AppendResult
-from flows.ingest.pairing import check_pairing, tail_in, tail_of
+from flows.ingest.pairing import check_pairing, tail_for, tail_in
 from flows.models import MESSAGE_COLUMNS, Chain, Flow, Message, Outcome, SummaryEvent, Trigger
 
 __all__ = ["MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "chain_append", "chain_append_locked",
@@ -159,9 +159,10 @@ def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: lis
     in the same UPDATE as `last_seq` (the gateway's head hash). `queue_summary=False`: a completed turn is not
     queued for summarization (the gateway's manage mode summarizes on its next request, one run per call).
     """
-    tail = tail_in(prior) if prior is not None else tail_of(chain)
+    tail = tail_in(prior) if prior is not None else tail_for(chain, batch)
     # A tool result pairs only with a call of the newest assistant message before it (check_pairing), so the
-    # names its PentAGI size counts are that message's: the tail's calls, then the batch's own (build_rows).
+    # names its PentAGI size counts are that message's: the tail's calls, then the batch's own (build_rows);
+    # a batch whose first tool result follows an assistant message of its own reads no tail (`tail_needed`).
     names = dict(tail.calls)
     done = check_pairing(tail, batch)
     rows = Message.objects.bulk_create(build_rows(chain, batch, names, chain.agent.flow.model_name),

@@ -48,6 +48,26 @@ def tail_of(chain: Chain) -> Tail:
     return tail_after(False, rows[0][2], [(role, call_id) for role, call_id, _ in rows[1:]])
 
 
+def tail_needed(batch: list[dict[str, Any]]) -> bool:
+    """Whether pairing `batch` depends on the stored tail beyond "is the chain empty": only a tool result before
+    the batch's first assistant message answers a stored call. After an assistant message of the batch every
+    rule, the sizes' call names and whether the batch ends a turn come from the batch itself (`check_pairing`
+    resets the pair at each assistant message), so a whole agent turn appended at once reads no tail."""
+    for msg in batch:
+        if msg["role"] == "assistant":
+            return False
+        if msg["role"] == "tool":
+            return True
+    return False
+
+
+def tail_for(chain: Chain, batch: list[dict[str, Any]]) -> Tail:
+    """`tail_of(chain)` when `batch` needs it (`tail_needed`), else the tail without reading it: a query fewer."""
+    if tail_needed(batch):
+        return tail_of(chain)
+    return Tail(empty=chain.last_seq == 0, calls={}, answered=set(), open_pair=False)
+
+
 def tail_in(prior: list[dict[str, Any]]) -> Tail:
     """`tail_of` for a chain whose messages the caller holds (`prior`), without reading them again."""
     for i in range(len(prior) - 1, -1, -1):

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from flows.engine import message_size
 from flows.ingest import AppendError, chain_append
+from flows.ingest.pairing import check_pairing, tail_of
 from flows.models import Chain, Flow, Message
 from tests.app_fixtures import call
 
@@ -55,15 +56,28 @@ def _quiet_flow(chain: Chain) -> None:
     Flow.objects.filter(pk=chain.agent.flow_id).update(updated_at=timezone.now() + timedelta(hours=1))
 
 
-def test_an_api_append_of_a_turn_is_four_statements(api_client, make_chain):
+def test_an_api_append_of_a_turn_is_three_statements(api_client, make_chain):
     chain = make_chain(messages=[{"role": "system", "content": "You scan."}, *_turn(0)])
     api_client.post(f"/api/chains/{chain.pk}/messages", {"messages": _turn(1)})  # the token is checked once
     _quiet_flow(chain)
     with CaptureQueriesContext(connection) as captured:
         resp = api_client.post(f"/api/chains/{chain.pk}/messages", {"messages": _turn(2)})
     assert resp.status_code == 201, resp.json()
-    # the chain locked and checked visible in one read, its tail in one read, the rows in one insert, the
-    # chain's head in one update
+    # the chain locked and checked visible in one read, the rows in one insert, the chain's head in one update;
+    # no tail read: the turn's tool result answers the turn's own assistant message
+    assert _statements(captured) == [("SELECT", "flows_chain"), ("INSERT", "flows_message"),
+                                     ("UPDATE", "flows_chain")]
+
+
+def test_a_batch_opening_with_a_tool_result_reads_the_tail_in_one_query(api_client, make_chain):
+    chain = make_chain(messages=[{"role": "user", "content": "go"},
+                                 {"role": "assistant", "content": None, "tool_calls": [call("c1")]}])
+    _quiet_flow(chain)
+    with CaptureQueriesContext(connection) as captured:
+        resp = api_client.post(f"/api/chains/{chain.pk}/messages", {"messages": [
+            {"role": "tool", "tool_call_id": "c1", "content": "done"}, {"role": "assistant", "content": "ok"}]})
+    assert resp.status_code == 201, resp.json()
+    assert resp.json()["turn_completed"] is True
     assert _statements(captured) == [("SELECT", "flows_chain"), ("SELECT", "flows_message"),
                                      ("INSERT", "flows_message"), ("UPDATE", "flows_chain")]
 
@@ -133,3 +147,27 @@ def test_every_stored_size_is_the_engines_size_of_the_whole_chain(make_chain, ba
         kept.extend(batch)
     sizes = list(chain.messages.order_by("seq").values_list("byte_size", flat=True))
     assert sizes == [message_size(m, _names_so_far(kept[:i + 1])) for i, m in enumerate(kept)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stored=st.lists(message, max_size=4), batch=st.lists(message, min_size=1, max_size=4))
+def test_an_append_that_skips_the_tail_read_decides_as_the_tail_would(make_chain, stored, batch):
+    """Refused or not, and whether the turn ends, are the same as pairing against the stored tail read in full,
+    whether or not the append read it (`tail_needed`)."""
+    chain = make_chain(messages=[{"role": "user", "content": "task"}])
+    for earlier in stored:
+        try:
+            chain_append(chain=chain, messages=[earlier])
+        except AppendError:
+            continue
+    try:
+        expected: Any = check_pairing(tail_of(chain), batch)
+    except AppendError as exc:
+        expected = (exc.code, exc.index)
+    before = chain.last_seq
+    try:
+        got: Any = chain_append(chain=chain, messages=batch).turn_completed
+    except AppendError as exc:
+        got = (exc.code, exc.index)
+    assert got == expected
+    assert chain.messages.count() == (before if isinstance(got, tuple) else before + len(batch))
