@@ -6,7 +6,7 @@ started as `bench/server_load.py` starts it (`server_harness.py`), N clients app
 their own chains over keep-alive connections (`server_load.throughput`), and the CPU time (user + system, from
 /proc/PID/stat) of each process is read before the first append, when the last one is answered, and once the
 summarizations the turns queued have run (the processes went quiet):
-  - server: the Daphne process (with the embedded worker's threads when there is no Redis),
+  - server: the Daphne process(es) (with the embedded worker's threads when there is no Redis),
   - worker: the separate Celery worker (Redis configurations),
   - postgres: the backends connected to the throwaway database (a backend that exits during the run is missed;
     the server's and worker's connections are kept, so none does),
@@ -16,7 +16,8 @@ Each cell is milliseconds of CPU per appended message, "while appending + afterw
 but the clients. The summarization events the turns led to are counted by outcome (how often the worker ran).
 The wall-clock rate is printed for reference only.
 
-Usage: python bench/append_cpu.py [--configs postgres/redis,sqlite/redis,...] [--clients 4] [--seconds 15]
+Usage: python bench/append_cpu.py [--configs postgres/redis,sqlite/redis,postgres/redis*2,...] [--clients 4]
+       [--seconds 15]   (`*N`: N server processes, as bench/server_load.py)
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from server_harness import PG_ADMIN_URL, Server, ServerError  # noqa: E402
-from server_load import throughput  # noqa: E402
+from server_load import parse_config, throughput  # noqa: E402
 
 __all__ = ["cpu_seconds", "main"]
 
@@ -63,7 +64,7 @@ def _backends(db_name: str) -> list[int]:
 
 
 def _snapshot(server: Server) -> dict[str, float]:
-    out = {role: cpu_seconds(pid) for role, pid in server.pids().items()}
+    out = {f"{role}:{pid}": cpu_seconds(pid) for role, pid in server.pids()}
     backends = _backends(server.pg_name)
     out.update({f"pg:{pid}": cpu_seconds(pid) for pid in backends})
     return out
@@ -72,7 +73,7 @@ def _snapshot(server: Server) -> dict[str, float]:
 def _by_role(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     spent: dict[str, float] = {}
     for key, value in after.items():
-        role = "postgres" if key.startswith("pg:") else key
+        role = "postgres" if key.startswith("pg:") else key.split(":")[0]
         spent[role] = spent.get(role, 0.0) + value - before.get(key, 0.0)
     return spent
 
@@ -101,8 +102,8 @@ RUNS_SQL = ("import json; from flows.models import SummaryEvent as E; "
             ".Count('id')).order_by())))")
 
 
-def measure(db: str, layer: str, clients: int, seconds: float) -> dict[str, Any]:
-    with Server(db=db, layer=layer) as server:
+def measure(db: str, layer: str, processes: int, clients: int, seconds: float) -> dict[str, Any]:
+    with Server(db=db, layer=layer, processes=processes) as server:
         server.new_chain("warm-up")  # the first requests load code and caches: not counted
         before, client_before = _snapshot(server), _client_cpu()
         load = throughput(server, clients, seconds)
@@ -142,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
           "| clients (this process) | server side ms/msg | summarization events | messages/s (wall, for reference) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for config in (c for c in args.configs.split(",") if c):
-        db, layer = config.split("/")
-        print(_row(config, args.clients, measure(db, layer, args.clients, args.seconds)), flush=True)
+        print(_row(config, args.clients, measure(*parse_config(config), args.clients, args.seconds)), flush=True)
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

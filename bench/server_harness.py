@@ -71,6 +71,8 @@ class Server:
     db: str                      # "sqlite" | "postgres"
     layer: str                   # "embedded" | "redis"
     port: int = field(default_factory=free_port)
+    processes: int = 1           # server processes on one database; more than one only with Redis (the scale-out)
+    ports: list[int] = field(default_factory=list)  # one per server process, `port` first
     token: str = ""
     password: str = field(default_factory=lambda: secrets.token_urlsafe(12))
     _tmp: Path | None = None
@@ -113,13 +115,18 @@ class Server:
         self._manage("shell", "-c", "from django.contrib.auth import get_user_model as g; "
                      f"g().objects.create_user({BENCH_USER!r}, password={self.password!r})")
         self.token = self._manage("create_api_token", BENCH_USER, "--name", "bench").strip().splitlines()[-1]
-        self._spawn([sys.executable, "manage.py", "run", "--no-demo", "--host", HOST, "--port", str(self.port)],
-                    role="server")
+        if self.processes > 1 and self.layer != "redis":
+            raise ServerError("several server processes need the Redis channel layer (the scale-out deployment)")
+        self.ports = [self.port] + [free_port() for _ in range(self.processes - 1)]
+        for port in self.ports:  # one after another: each `run` ensures the demo user and recovers runs at start
+            self._spawn([sys.executable, "manage.py", "run", "--no-demo", "--host", HOST, "--port", str(port)],
+                        role="server")
+            self._wait_http(port)
         if self.layer == "redis":
             self._spawn([sys.executable, "-m", "celery", "-A", "pentagi_web", "worker", "--pool", "solo",
                          "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
                         role="worker")
-        self._wait_http()
+            time.sleep(2.0)  # let the Celery worker finish starting
 
     def _redis_url(self) -> str:
         if not shutil.which("redis-server"):
@@ -151,36 +158,40 @@ class Server:
                                             start_new_session=True))
         self._roles.append(role)
 
-    def pids(self) -> dict[str, int]:
-        """The process id of each process started: "server" (Daphne, and the worker when embedded), "worker"
-        (the Celery worker with Redis), "redis" (the private redis-server)."""
-        return {role: proc.pid for role, proc in zip(self._roles, self._procs, strict=True)}
+    def pids(self) -> list[tuple[str, int]]:
+        """(role, process id) of each process started: "server" (Daphne, and the worker when embedded; one per
+        server process), "worker" (the Celery worker with Redis), "redis" (the private redis-server)."""
+        return [(role, proc.pid) for role, proc in zip(self._roles, self._procs, strict=True)]
 
     @property
     def pg_name(self) -> str:
         """The throwaway PostgreSQL database's name ("" on SQLite)."""
         return self._pg_name
 
-    def _wait_http(self) -> None:
+    def _wait_http(self, port: int) -> None:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if any(p.poll() is not None for p in self._procs):
                 raise ServerError(f"a server process exited early; logs in {self._tmp}")
+            conn = http.client.HTTPConnection(HOST, port, timeout=30)
             try:
-                status, _ = self.request("GET", "/api/openapi.json")
+                status, _ = self.request("GET", "/api/openapi.json", conn=conn)
                 if status == 200:
-                    time.sleep(2.0 if self.layer == "redis" else 0.2)  # let the Celery worker finish starting
+                    time.sleep(0.2)
                     return
             except OSError:
                 pass
+            finally:
+                conn.close()
             time.sleep(0.2)
         raise ServerError(f"the server did not answer within {START_TIMEOUT_SECONDS:.0f} s")
 
     def request(self, method: str, path: str, body: Any = None, *,
-                conn: http.client.HTTPConnection | None = None) -> tuple[int, Any]:
-        """One JSON request with the bearer token; reuses `conn` (keep-alive) when given."""
+                conn: http.client.HTTPConnection | None = None, port: int = 0) -> tuple[int, Any]:
+        """One JSON request with the bearer token; reuses `conn` (keep-alive) when given, else connects to `port`
+        (default: the first server process's)."""
         own = conn is None
-        conn = conn or http.client.HTTPConnection(HOST, self.port, timeout=30)
+        conn = conn or http.client.HTTPConnection(HOST, port or self.port, timeout=30)
         try:
             headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
             conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)

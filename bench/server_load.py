@@ -10,8 +10,12 @@ Redis with a separate Celery worker) a fresh server is started (bench/server_har
     `message.appended` frame carrying that turn (p50/p99 over every viewer x turn), frames lost are counted.
 Bounded in count and time; nothing listens beyond 127.0.0.1; every database, file and process is removed.
 
-Usage: python bench/server_load.py [--configs sqlite/embedded,postgres/embedded,sqlite/redis,postgres/redis]
-       [--viewers 50] [--appends 60] [--seconds 15]
+With `db/layer*N` (Redis only) N server processes share the database and Redis, as in the documented scale-out
+deployment (docs/operations.md): the throughput clients are spread across them, and the latency agent appends to
+another process than the one its viewers are connected to. These rows are in addition to the single-process ones.
+
+Usage: python bench/server_load.py [--configs sqlite/embedded,postgres/embedded,sqlite/redis,postgres/redis,
+       sqlite/redis*2,postgres/redis*2] [--viewers 50] [--appends 60] [--seconds 15]
 """
 from __future__ import annotations
 
@@ -68,7 +72,7 @@ def _percentile(values: list[float], share: float) -> float:
 
 def _client(server: Server, chain_id: int, seed: int, deadline: float, out: list[tuple[int, float]],
             errors: list[str]) -> None:
-    conn = http.client.HTTPConnection(HOST, server.port, timeout=30)
+    conn = http.client.HTTPConnection(HOST, server.ports[seed % len(server.ports)], timeout=30)  # spread
     try:
         for i in range(MAX_REQUESTS_PER_CLIENT):
             if time.monotonic() > deadline:
@@ -132,10 +136,11 @@ async def latency(server: Server, viewers: int, appends: int) -> dict[str, Any]:
     readers = [asyncio.create_task(_viewer(ws, sent, delays)) for ws in sockets]
     loop = asyncio.get_running_loop()
     path = f"/api/chains/{chain}/messages"
+    agent_port = server.ports[-1]  # with several server processes the agent appends to another than the viewers'
     for n in range(appends):
         sent[n] = time.perf_counter()
         status, body = await loop.run_in_executor(None, lambda n=n: server.request(
-            "POST", path, {"messages": agent_turn(n, first=n == 0)}))
+            "POST", path, {"messages": agent_turn(n, first=n == 0)}, port=agent_port))
         if status != 201:
             raise ServerError(f"append failed: {status} {body}")
         await asyncio.sleep(APPEND_INTERVAL_SECONDS)
@@ -152,6 +157,14 @@ async def latency(server: Server, viewers: int, appends: int) -> dict[str, Any]:
             if delays else float("nan")}
 
 
+def parse_config(config: str) -> tuple[str, str, int]:
+    """"postgres/redis" -> ("postgres", "redis", 1); "postgres/redis*2": two server processes on one database,
+    the clients spread across them (the scale-out deployment; Redis only)."""
+    name, _, processes = config.partition("*")
+    db, layer = name.split("/")
+    return db, layer, int(processes or 1)
+
+
 def _skip_reason(db: str, layer: str) -> str:
     if db == "postgres" and not postgres_available():
         return "PostgreSQL is not answering on 127.0.0.1:5432"
@@ -160,27 +173,33 @@ def _skip_reason(db: str, layer: str) -> str:
     return ""
 
 
-def run_config(db: str, layer: str, args: argparse.Namespace) -> tuple[list[dict], dict | str]:
+def run_config(db: str, layer: str, processes: int, args: argparse.Namespace) -> tuple[list[dict], dict | str]:
     reason = _skip_reason(db, layer)
     if reason:
         return [], f"skipped: {reason}"
     try:
-        with Server(db=db, layer=layer) as server:
+        with Server(db=db, layer=layer, processes=processes) as server:
             loads = [throughput(server, clients, args.seconds) for clients in CLIENT_COUNTS]
             return loads, asyncio.run(latency(server, args.viewers, args.appends))
     except (ServerError, OSError) as exc:
         return [], f"failed: {exc}"
 
 
+def _label(config: str) -> str:
+    db, layer, processes = parse_config(config)
+    return f"{db}/{layer}" + (f", {processes} server processes (scale-out)" if processes > 1 else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", default="sqlite/embedded,postgres/embedded,sqlite/redis,postgres/redis")
+    parser.add_argument("--configs", default="sqlite/embedded,postgres/embedded,sqlite/redis,postgres/redis,"
+                        "sqlite/redis*2,postgres/redis*2")
     parser.add_argument("--viewers", type=int, default=VIEWERS)
     parser.add_argument("--appends", type=int, default=APPENDS)
     parser.add_argument("--seconds", type=float, default=MAX_SECONDS)
     args = parser.parse_args(argv)
-    configs = [tuple(c.split("/")) for c in args.configs.split(",") if c]
-    results = {f"{db}/{layer}": run_config(db, layer, args) for db, layer in configs}
+    configs = [c for c in args.configs.split(",") if c]
+    results = {_label(c): run_config(*parse_config(c), args) for c in configs}
     print(f"## Server load (127.0.0.1; appends of 4-message turns; at most {MAX_REQUESTS_PER_CLIENT} requests or "
           f"{args.seconds:.0f} s per client)\n")
     print("| database / channel layer | clients | requests | messages/s | stored = sent | request p50 ms "
