@@ -180,6 +180,11 @@ GATEWAY_DB_CONN_MAX_AGE = env_number("GATEWAY_DB_CONN_MAX_AGE", 300.0, minimum=0
 # The same for an agent's API requests with a bearer token (appends, catch-up, chain reads: flows/api/asgi.py,
 # flows/core/db_threads.py); their connections are kept for GATEWAY_DB_CONN_MAX_AGE seconds too.
 API_DB_THREADS = int(env_number("API_DB_THREADS", 4, minimum=1, whole=True))
+# A completed turn's summarization waits this long in the queue before a worker runs it (flows/ingest/append.py):
+# the turns appended meanwhile coalesce into that one run, so an agent appending turns faster than a run takes is
+# summarized about once per (run time + this) per chain instead of back to back, each run a little larger; the
+# view follows a turn this much later. 0: as soon as a worker is free.
+SUMMARY_DELAY_SECONDS = env_number("SUMMARY_DELAY_SECONDS", 1.0, minimum=0)
 # Every server process closes calls and events left "running" and removes half-written imports this often
 # (flows/gateway/sweep.py); 0 turns the sweep off (the test process does: its tests run the sweep themselves).
 SWEEP_INTERVAL_SECONDS = env_number("SWEEP_INTERVAL_SECONDS", 30.0, minimum=0)

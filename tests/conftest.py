@@ -16,10 +16,13 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 def pytest_configure(config: pytest.Config) -> None:
     """No sweeper thread in the test process (pentagi_web/asgi.py starts one on import): tests run the sweep
-    themselves, with an injected clock. Servers a test starts keep theirs."""
+    themselves, with an injected clock. Servers a test starts keep theirs (and the summary delay)."""
     from django.conf import settings as django_settings
 
     django_settings.SWEEP_INTERVAL_SECONDS = 0
+    # A turn's summarization is published without a countdown here (the tests that patch a task's `delay` see
+    # it); tests of the countdown set it themselves.
+    django_settings.SUMMARY_DELAY_SECONDS = 0
 
 
 settings.register_profile("dev", max_examples=60, deadline=None)

@@ -53,18 +53,18 @@ class _Outbox:
     """Tasks to publish, in order, from one daemon thread (started on first use in each process)."""
 
     def __init__(self) -> None:
-        self._items: queue.SimpleQueue[tuple[str, tuple[Any, ...], Refused | None]] = queue.SimpleQueue()
+        self._items: queue.SimpleQueue[tuple[str, tuple[Any, ...], Refused | None, float]] = queue.SimpleQueue()
         self._idle = threading.Condition()
         self._unpublished = 0
         self._pid = 0
 
-    def put(self, task_name: str, args: tuple[Any, ...], refused: Refused | None = None) -> None:
+    def put(self, task_name: str, args: tuple[Any, ...], refused: Refused | None = None, delay: float = 0.0) -> None:
         with self._idle:
             if self._pid != os.getpid():  # first use, or a forked worker child: the parent's thread is not here
                 self._items, self._unpublished, self._pid = queue.SimpleQueue(), 0, os.getpid()
                 threading.Thread(target=self._publish_forever, name="task-outbox", daemon=True).start()
             self._unpublished += 1
-        self._items.put((task_name, args, refused))
+        self._items.put((task_name, args, refused, delay))
 
     def drain(self, timeout: float) -> bool:
         """Wait until everything put so far is published; False on timeout."""
@@ -79,9 +79,9 @@ class _Outbox:
     def _publish_forever(self) -> None:
         items = self._items
         while True:
-            task_name, args, refused = items.get()
+            task_name, args, refused, delay = items.get()
             try:
-                current_app.tasks[task_name].delay(*args)
+                _publish(task_name, args, delay)
             except OperationalError:
                 log.warning("could not queue %s%r: broker unreachable", task_name, args, exc_info=True)
                 _tell(refused)
@@ -127,17 +127,26 @@ def publishing_in_background() -> Iterator[None]:
         _background.on = previous
 
 
-def enqueue(task_name: str, *args: Any, refused: Refused | None = None) -> bool:
-    """Queue the registered task (it honours the app's eager mode, unlike `send_task`); inside
-    `publishing_in_background` the outbox thread publishes it (and runs `refused` if the broker does not answer)
-    and this returns False: not queued yet. Raises BrokerUnreachable when publishing here failed."""
+def _publish(task_name: str, args: tuple[Any, ...], delay: float) -> None:
+    task = current_app.tasks[task_name]
+    if delay > 0:
+        task.apply_async(args, countdown=delay)  # the worker holds it that long (eager mode runs it at once)
+    else:
+        task.delay(*args)
+
+
+def enqueue(task_name: str, *args: Any, refused: Refused | None = None, delay: float = 0.0) -> bool:
+    """Queue the registered task (it honours the app's eager mode, unlike `send_task`), to run no sooner than
+    `delay` seconds from now; inside `publishing_in_background` the outbox thread publishes it (and runs `refused`
+    if the broker does not answer) and this returns False: not queued yet. Raises BrokerUnreachable when
+    publishing here failed."""
     if task_name not in TASK_NAMES:
         raise ValueError(f"unknown task {task_name!r}")
     if getattr(_background, "on", False) and not current_app.conf.task_always_eager:
-        _OUTBOX.put(task_name, args, refused)
+        _OUTBOX.put(task_name, args, refused, delay)
         return False
     try:
-        current_app.tasks[task_name].delay(*args)
+        _publish(task_name, args, delay)
     except OperationalError as exc:  # kombu's word for a broker connection that failed after its retries
         raise BrokerUnreachable(f"{NOT_QUEUED_REASON} ({exc})") from exc
     return True

@@ -12,6 +12,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -238,7 +239,8 @@ def after_append(chain_id: int, rows: list[Message], turn_done: bool, result: Ap
     if not turn_done:
         return
     try:  # in the gateway the outbox thread publishes it, and records a refusal the same way
-        queued = enqueue(SUMMARIZE_CHAIN, chain_id, refused=lambda: not_queued_record(chain_id))
+        queued = enqueue(SUMMARIZE_CHAIN, chain_id, refused=lambda: not_queued_record(chain_id),
+                         delay=settings.SUMMARY_DELAY_SECONDS)  # turns appended while it waits coalesce into it
         said = "queued" if queued else "pending"
     except BrokerUnreachable:
         log.warning("chain %s: its summarization was not queued (broker unreachable)", chain_id, exc_info=True)

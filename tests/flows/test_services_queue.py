@@ -70,6 +70,19 @@ def test_published_in_the_background_tasks_go_out_in_order_and_a_failure_does_no
     assert "could not queue flows.summarize_chain(2,)" in caplog.text
 
 
+def test_a_delayed_task_goes_out_with_its_countdown_directly_and_from_the_outbox(monkeypatch):
+    sent: list[tuple[tuple[int, ...], dict[str, float]]] = []
+    monkeypatch.setattr(tasks.summarize_chain_task, "apply_async",
+                        lambda args, **options: sent.append((tuple(args), options)))
+    monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *args: sent.append((args, {})))
+    assert enqueue(SUMMARIZE_CHAIN, 1, delay=0.7) is True
+    enqueue(SUMMARIZE_CHAIN, 2)  # no delay: published as before, without a countdown
+    with publishing_in_background():
+        enqueue(SUMMARIZE_CHAIN, 3, delay=0.7)
+    assert outbox_drain()
+    assert sent == [((1,), {"countdown": 0.7}), ((2,), {}), ((3,), {"countdown": 0.7})]
+
+
 def test_in_eager_mode_a_task_runs_before_enqueue_returns_even_when_asked_to_publish_in_the_background(monkeypatch):
     ran: list[tuple[int, ...]] = []
     monkeypatch.setattr(tasks.summarize_chain_task, "delay", lambda *args: ran.append(args))

@@ -65,6 +65,21 @@ def test_a_burst_of_turns_queues_one_run_which_covers_the_last_turn(make_chain, 
     assert queued == [chain.pk, chain.pk]
 
 
+def test_a_turns_run_waits_summary_delay_seconds_and_the_turns_meanwhile_coalesce_into_it(
+        make_chain, tool_round, monkeypatch, settings):
+    """SUMMARY_DELAY_SECONDS: the run is published with that countdown (the worker holds it), and until it starts
+    the chain's flag says a run is waiting, so the turns appended meanwhile queue nothing."""
+    settings.SUMMARY_DELAY_SECONDS = 0.7
+    published: list[tuple[tuple[int, ...], dict[str, Any]]] = []
+    monkeypatch.setattr(tasks.summarize_chain_task, "apply_async",
+                        lambda args, **options: published.append((tuple(args), options)))
+    chain = make_chain()
+    said = [chain_append(chain=chain.pk, messages=tool_round).summarization]
+    said += [chain_append(chain=chain.pk, messages=_turn(i)).summarization for i in range(1, 4)]
+    assert said == ["queued", "coalesced", "coalesced", "coalesced"]
+    assert published == [((chain.pk,), {"countdown": 0.7})]
+
+
 def test_a_turn_appended_while_the_run_runs_gets_a_follow_up_run(make_chain, tool_round, queued):
     chain = make_chain()
     history = tool_round + [m for i in range(1, 7) for m in _turn(i)]  # enough that PentAGI's passes call the model
