@@ -60,6 +60,7 @@ MANAGERS: dict[str, Callable[[int], Manager]] = {
     "ours-assistant": lambda w: Ours(w, "assistant"),
     "ours-agent-window": lambda w: OursWindow(w, "agent"),
     "ours-agent-window-4k": lambda w: OursWindow(w, "agent", input_tokens=4000),
+    "ours-agent-window-4k-model": lambda w: OursWindow(w, "agent", input_tokens=4000, local_folds=False),
     "ours-assistant-window": lambda w: OursWindow(w, "assistant"),
     "langchain": LangChainSummarization,
     "langmem": LangMemSummarization,
