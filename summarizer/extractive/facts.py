@@ -43,7 +43,9 @@ _POSITIVE_RE = re.compile(r"(?<!not )\b(?:excellent|great|success\w*|succeeded|w
                           r"compromised|dumped)\b", re.IGNORECASE)
 _VERSION_RE = re.compile(r"\bversion\b|\bv\d+\.\d+|\b[A-Za-z][\w-]+/\d+\.\d+", re.IGNORECASE)
 # A service and its version as banners print them: "vsftpd 2.3.4", "OpenSSH 7.2p2", "Apache httpd 2.4.49".
-_SERVICE_VERSION_RE = re.compile(r"\b[A-Za-z][\w.-]{2,}(?: [A-Za-z][\w.-]+)? v?\d+\.\d+(?:\.\d+|p\d+)+\b")
+# An address is no version: "22/tcp on 10.0.0.5" names no service.
+_SERVICE_VERSION_RE = re.compile(r"\b[A-Za-z][\w.-]{2,}(?: [A-Za-z][\w.-]+)? (?!\d+\.\d+\.\d+\.\d+)"
+                                 r"v?\d+\.\d+(?:\.\d+|p\d+)+\b")
 # A policy or configuration value, one `key = value` (or `key: value`) a line, the key one token:
 # "MinimumPasswordLength = 5", "LockoutBadCount: 0", "ms-DS-MachineAccountQuota = 10".
 _SETTING_RE = re.compile(r"^\s*[A-Za-z][\w.-]{2,60}\s*(?:=|:)\s*[^\s=:][^=]{0,60}$")

@@ -104,3 +104,7 @@ def test_the_ledger_restores_a_bounded_number_of_settings_from_a_dump():
     dump = "\n".join(f"Setting{i}Value = {i}" for i in range(300))
     ledger = with_ledger(_prompt(dump), "The agent read the registry.")
     assert 0 < ledger.count("- setting: ") <= 12
+
+
+def test_an_address_is_not_a_service_version():
+    assert "service version" not in with_ledger(_prompt("nmap found 22/tcp on 10.0.0.5"), "ssh is open")
