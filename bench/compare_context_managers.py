@@ -10,7 +10,9 @@ manager it prints, for the view the model receives after the last turn:
   - identifier retention: the identifiers (summarizer.identifiers: hashes, IPs, host:port, paths, URLs, CVE
     ids) of the raw messages the view no longer holds verbatim, and the share of them still found in the view;
     also without the noise classes summaries leave out on purpose (bare numbers, hexdump offsets, library and
-    installer paths: summarizer.extractive.facts.is_noise_class).
+    installer paths: summarizer.extractive.facts.is_noise_class), and (pooled) only those the agent itself
+    used (its notes or tool calls quote them anywhere in the transcript): what it would look up again, where
+    unused banner hex and nonces, which summaries drop first on purpose (issue 23), do not count.
 A manager that cannot be installed or driven here gets one row saying why; the others still run.
 
 Usage (scripts/bench runs it in .venv-bench): python bench/compare_context_managers.py [--window 16384]
@@ -60,6 +62,7 @@ MANAGERS: dict[str, Callable[[int], Manager]] = {
     "ours-assistant": lambda w: Ours(w, "assistant"),
     "ours-agent-window": lambda w: OursWindow(w, "agent"),
     "ours-agent-window-4k": lambda w: OursWindow(w, "agent", input_tokens=4000),
+    "ours-agent-window-4k-model": lambda w: OursWindow(w, "agent", input_tokens=4000, local_folds=False),
     "ours-assistant-window": lambda w: OursWindow(w, "assistant"),
     "langchain": LangChainSummarization,
     "langmem": LangMemSummarization,
@@ -85,6 +88,8 @@ class Row:
     ids_kept: int = 0
     signal_replaced: int = 0
     signal_kept: int = 0
+    used_replaced: int = 0
+    used_kept: int = 0
     seconds: float = 0.0
     error: str = ""
 
@@ -120,12 +125,17 @@ def view_text(messages: list[Message]) -> str:
     return "\n".join(parts)
 
 
-def retention(raw: list[Message], view: list[Message], *, noise: bool = True) -> tuple[int, int]:
+def retention(raw: list[Message], view: list[Message], *, noise: bool = True,
+              used_only: bool = False) -> tuple[int, int]:
     """(identifiers of the raw messages no longer in the view verbatim, how many of them the view still has);
-    `noise=False` leaves the noise classes out of both counts."""
+    `noise=False` leaves the noise classes out of both counts, `used_only` counts only the identifiers the
+    agent's own messages (content or tool-call arguments) quote somewhere in `raw`."""
     kept = {normalized(m) for m in view}
     replaced = [m for m in raw if normalized(m) not in kept]
     ids = [i for i in extract_identifiers(view_text(replaced)) if noise or not is_noise_class(i)]
+    if used_only:
+        agent = view_text([m for m in raw if m.get("role") == "assistant"])
+        ids = [i for i in ids if not missing_identifiers([i], agent)]
     return len(ids), len(ids) - len(missing_identifiers(ids, view_text(view)))
 
 
@@ -153,6 +163,7 @@ def replay_file(path: Path, key: str, window_tokens: int) -> Row:
     row.refused = manager.refused
     row.ids_replaced, row.ids_kept = retention(raw, view)
     row.signal_replaced, row.signal_kept = retention(raw, view, noise=False)
+    row.used_replaced, row.used_kept = retention(raw, view, used_only=True)
     row.seconds = time.perf_counter() - began
     return row
 
@@ -183,18 +194,20 @@ def _refused_total(rows: list[Row]) -> str:
 
 def _print_totals(rows: list[Row]) -> None:
     print("\n| manager | files | view tokens (sum) | calls over budget (ContextTooLarge) | summarize calls | input KiB "
-          "| ids retained (pooled) | without noise (pooled) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| ids retained (pooled) | without noise (pooled) | used by the agent (pooled) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in dict.fromkeys(r.manager for r in rows):
         mine = [r for r in rows if r.manager == name and r.turns]
         if not mine:
             reason = next(r.error for r in rows if r.manager == name)
-            print(f"| {name} | 0 | {reason} ||||||")
+            print(f"| {name} | 0 | {reason} |||||||")
             continue
         replaced, kept = sum(r.ids_replaced for r in mine), sum(r.ids_kept for r in mine)
         share = f"{100 * kept / replaced:.0f}% of {replaced:,}" if replaced else "n/a"
         signal, signal_kept = sum(r.signal_replaced for r in mine), sum(r.signal_kept for r in mine)
         share += f" | {100 * signal_kept / signal:.0f}% of {signal:,}" if signal else " | n/a"
+        used, used_kept = sum(r.used_replaced for r in mine), sum(r.used_kept for r in mine)
+        share += f" | {100 * used_kept / used:.0f}% of {used:,}" if used else " | n/a"
         print(f"| {name} | {len(mine)} | {sum(r.view_tokens for r in mine):,} "
               f"| {sum(r.over_budget for r in mine)}/{sum(r.turns for r in mine)}{_refused_total(mine)} "
               f"| {sum(r.calls for r in mine)} "

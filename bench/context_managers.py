@@ -112,11 +112,13 @@ class OursWindow(Ours):
     """The window-aware strategy of a profile (summarize_chain_for_window), then fit_to_window."""
 
     def __init__(self, window_tokens: int, profile: str, *, trigger_percent: int = 100, margin_percent: int = 50,
-                 input_tokens: int = 0) -> None:
+                 input_tokens: int = 0, local_folds: bool = True) -> None:
         super().__init__(window_tokens, profile)
-        self.name = f"ours ({profile}, window{f', input ≤ {input_tokens:,} tokens' if input_tokens else ''})"
+        bound = f", input ≤ {input_tokens:,} tokens" if input_tokens else ""
+        every = ", every fold by the model" if input_tokens and not local_folds else ""
+        self.name = f"ours ({profile}, window{bound}{every})"
         self.target = WindowTarget(window_tokens, window_tokens - self.budget, trigger_percent, margin_percent,
-                                   input_tokens=input_tokens)
+                                   input_tokens=input_tokens, local_folds=local_folds)
         self.restore = False  # as the pipeline's fit under strategy: window (flows/pipeline/fitting.py)
 
     def turn(self, new: list[Message]) -> None:

@@ -54,6 +54,7 @@ PROBES_DIR = ROOT / "bench" / "probes"
 DEFAULT_WINDOW_TOKENS = 8192
 MANAGERS = {"ours-agent": lambda w: Ours(w, "agent"), "ours-agent-window": lambda w: OursWindow(w, "agent"),
             "ours-agent-window-4k": lambda w: OursWindow(w, "agent", input_tokens=4000),
+            "ours-agent-window-4k-model": lambda w: OursWindow(w, "agent", input_tokens=4000, local_folds=False),
             "langchain": LangChainSummarization,
             "langmem": LangMemSummarization}
 _ID_LINE_PREFIXES = ("Identifiers:", "- identifiers:", "- also in tool output:")

@@ -139,11 +139,15 @@ STRATEGY_SETTINGS: tuple[SettingSpec, ...] = tuple(
                     "without summarizing (larger: fewer, larger folds).", unit="% of the room",
                     minimum=0, maximum=90),
         _compaction("window_input_tokens", "int", 4000,
-                    "window strategy: at most this much (and an eighth of the trigger) is sent per summarize "
-                    "call: the newest messages of what is folded; the findings and identifiers of the rest go "
-                    "into the summary's ledger, and earlier summaries are merged locally, never sent again. 0: "
-                    "the whole span, earlier summaries included, as PentAGI sends it.", unit="tokens", minimum=0,
-                    maximum=1_000_000),
+                    "window strategy: at most this much (and 1/64 of the trigger) is sent per summarize call: "
+                    "what is folded, as it is when it fits, else its extractive digest (actions, findings, "
+                    "identifiers); what the model's summary does not quote goes into its ledger, and earlier "
+                    "summaries are merged locally, never sent again. 0: the whole span, earlier summaries "
+                    "included, as PentAGI sends it.", unit="tokens", minimum=0, maximum=1_000_000),
+        _compaction("window_local_folds", "bool", True,
+                    "window strategy, with an input bound: a span of tool calls and their output only (no words "
+                    "of the agent's), or one within the summary's budget, is folded by the offline extractive "
+                    "summarizer without a model call. Off: every fold calls the model."),
     ))
 
 SETTINGS_FIELDS: tuple[SettingSpec, ...] = (*SUMMARIZER_SETTINGS, *COMPACTION_SETTINGS, *STRATEGY_SETTINGS)

@@ -75,6 +75,7 @@ class SummarizerSettings(models.Model):
     window_trigger_percent = setting_field("window_trigger_percent")
     window_margin_percent = setting_field("window_margin_percent")
     window_input_tokens = setting_field("window_input_tokens")
+    window_local_folds = setting_field("window_local_folds")
 
     # --- Compaction: fitting the model's window (tokens) ---
     compaction_enabled = setting_field("compaction_enabled")

@@ -17,7 +17,7 @@ from flows.models import Flow, SummarizerSettings
 from flows.pipeline.request_budget import RequestNeeds
 from flows.pipeline.runs import window_for
 
-__all__ = ["WINDOW", "window_target_for", "summarize_by_strategy", "skipped_reason"]
+__all__ = ["WINDOW", "window_target_for", "summarize_by_strategy", "skipped_reason", "folded_locally"]
 
 WINDOW = "window"
 Msg = dict[str, Any]
@@ -34,7 +34,8 @@ def window_target_for(*, flow: Flow, row: SummarizerSettings, chain_id: int | No
         return None
     return WindowTarget(window_tokens=window[0], reserve_tokens=window[1],
                         trigger_percent=row.window_trigger_percent, margin_percent=row.window_margin_percent,
-                        model=flow.model_name or None, input_tokens=row.window_input_tokens)
+                        model=flow.model_name or None, input_tokens=row.window_input_tokens,
+                        local_folds=row.window_local_folds)
 
 
 def summarize_by_strategy(messages: list[Msg], *, flow: Flow, row: SummarizerSettings,
@@ -48,6 +49,12 @@ def summarize_by_strategy(messages: list[Msg], *, flow: Flow, row: SummarizerSet
         return summarize_chain(messages, config, summarize, id_template=id_template, lineage_in=lineage_in, rng=rng)
     return summarize_chain_for_window(messages, config, summarize, target=target, id_template=id_template,
                                       lineage_in=lineage_in, rng=rng)
+
+
+def folded_locally(result: Any) -> bool:
+    """Whether the window strategy folded history with the offline summarizer alone (`window_local_folds`): the
+    view changed although no model was called, so the run is not a skipped one."""
+    return bool((result.stats.get("window") or {}).get("local_folds"))
 
 
 def skipped_reason(result: Any) -> str:

@@ -30,7 +30,7 @@ from flows.pipeline.runs import (
     load_state,
     view_save,
 )
-from flows.pipeline.strategy import skipped_reason, summarize_by_strategy
+from flows.pipeline.strategy import folded_locally, skipped_reason, summarize_by_strategy
 from flows.pipeline.summarizers import SummarizeFn, summarizer_for
 
 __all__ = ["chain_summarize"]
@@ -39,7 +39,7 @@ __all__ = ["chain_summarize"]
 def _ran_reason(result: Any) -> str:
     """The rules that fired, in words and numbers (issue 23); under the window strategy, first why it ran."""
     window = result.stats.get("window")
-    if window and result.calls:
+    if window and (result.calls or folded_locally(result)):
         return (f"view {window['tokens_before']:,} tokens > window margin {window['trigger_tokens']:,}: "
                 f"{result.reason}")
     return str(result.reason)
@@ -69,7 +69,7 @@ def _summarize_step(state: ChainState, event: SummaryEvent, needs: RequestNeeds 
     step.after, step.lineage = result.messages, [list(x) for x in result.lineage]
     step.tokens_after = records.view_tokens(step.after, model=state.model)
     step.reason = _ran_reason(result)
-    if result.calls == 0:
+    if result.calls == 0 and not folded_locally(result):
         step.outcome, step.reason = Outcome.SKIPPED, skipped_reason(result)
     return step
 

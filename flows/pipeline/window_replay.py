@@ -135,14 +135,15 @@ def _extend(state: _Replay, raw: list[Msg], config: SummarizerConfig, target: Wi
 def _key(chain: Chain, row: SummarizerSettings, window: tuple[int, int]) -> tuple[Any, ...]:
     created = chain.created_at.isoformat() if chain.created_at else ""
     return (chain.pk, created, window, row.window_trigger_percent, row.window_margin_percent,
-            row.window_input_tokens, repr(summarizer_config_for(row)))
+            row.window_input_tokens, row.window_local_folds, repr(summarizer_config_for(row)))
 
 
 def _replayed(chain: Chain, row: SummarizerSettings, window: tuple[int, int], key: tuple[Any, ...]) -> _Replay:
     model = chain.agent.flow.model_name or None
     target = WindowTarget(window_tokens=window[0], reserve_tokens=window[1],
                           trigger_percent=row.window_trigger_percent, margin_percent=row.window_margin_percent,
-                          model=model, input_tokens=row.window_input_tokens)
+                          model=model, input_tokens=row.window_input_tokens,
+                          local_folds=row.window_local_folds)
     with _lock(key):  # one replay of a chain at a time; a second asker finds it extended
         state = _replays.get(key) or _Replay()
         raw = chain_data(chain=chain, model=model).raw

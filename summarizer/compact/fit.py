@@ -48,6 +48,11 @@ DEFAULT_KEEP_RECENT_TOKENS = 20_000
 STEP_RESTORE, STEP_WINDOW_CUT, STEP_TRUNCATE = "restore", "window_cut", "truncate"
 SUMMARY_MIN_BUDGET_TOKENS = 256
 SUMMARY_MAX_BUDGET_TOKENS = 8_000
+# A window cut's summary leaves 1/N of the keep budget free, not all of it: the kept tail (whole turns) is usually
+# far below its budget, and the checkpoint's room decides how much of the history survives (issue 23: at 8k a
+# checkpoint of 6 KB dropped the CA name and the error the agent kept hitting). The summary is still capped at
+# the room the actual tail leaves (window_cut.fitted_options), so the view always fits the target.
+SUMMARY_LEAVES_KEEP_SHARE = 2
 MANUAL_SUMMARY_BUDGET_TOKENS = 4_000
 UNKNOWN_WINDOW_CHUNK_TOKENS = 32_000  # per-call span for manual compaction when the window is unknown
 NO_SUMMARIZER_ERROR = "compaction cancelled: no compaction model or provider is configured"
@@ -202,11 +207,11 @@ def _step_window_cut(fit: _Fit, window_tokens: int, target: float, keep_recent_t
                      summarize: Callable[[str], str], measure: Callable[[Message], int], opts: SummaryOptions,
                      previous_summary: str | None) -> CutResult:
     """Step b: keep at most keep_recent_tokens, half the window and half of what the system message leaves;
-    the summary gets the room between the kept tail and the target."""
+    the summary gets the room between the kept tail and the target, leaving half the keep budget free."""
     head_tokens = fit.count(fit.view[:system_head(fit.view)])
     keep = max(0, min(keep_recent_tokens, window_tokens // 2, int(target - head_tokens) // 2))
     opts = replace(opts, chunk_tokens=max(window_tokens // 2, 1), view_budget_tokens=int(target),
-                   summary_budget_tokens=_summary_budget(target - head_tokens - keep))
+                   summary_budget_tokens=_summary_budget(target - head_tokens - keep // SUMMARY_LEAVES_KEEP_SHARE))
     cut = window_cut(fit.view, fit.lineage, keep_recent_tokens=keep, summarize=summarize, opts=opts,
                      measure=measure, previous_summary=previous_summary, must_shrink=True)
     fit.apply_cut(cut)

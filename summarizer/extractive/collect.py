@@ -61,6 +61,10 @@ _MERGED_PRIORITY = {"critical": 85, "blocked": 85, "constraints": 80, "next": 70
                     "current": 50}
 _MERGED_DETAIL_PRIORITY = 35
 _PLAN_LEAD_RE = re.compile(r"^(?:now,? )?(?:let me|let's|i'll|i will|i need to|next,? i|now proceeding)\b", re.I)
+# A lead that announces what the agent found: "Key findings:", "Results so far:", "What we know:", "Confirmed:".
+_REPORT_LEAD_RE = re.compile(r"\b(?:findings?|results?|found|discovered|learned|confirmed|summary|observations?|"
+                             r"facts?|status|takeaways?|what (?:we|i) (?:know|have))\s*(?:so far\s*)?:$", re.I)
+PLANNED, REPORTED = "planned", "reported"
 EMPHASIS_BONUS = 15                   # a sentence the agent wrote in bold
 REFERENCED_BONUS = 15                 # the agent quoted something of this line afterwards
 RESULT_DETAIL_LINES = 6               # output lines quoted under one action, at most
@@ -88,23 +92,25 @@ def _lines(text: str) -> list[str]:
     return [s for s in (squash(line) for line in text.splitlines()) if s and any(c.isalnum() for c in s)]
 
 
-def _sentences(text: str) -> list[tuple[str, bool]]:
+def _sentences(text: str) -> list[tuple[str, str]]:
     """The agent's prose one sentence at a time ("No X found. Y worked." says two things), split only after
-    a full stop, never at a colon: "password: x" stays one piece. Each comes with whether it is an item of a
-    list its plan announced ("Let me:" then "1. Crack the hash"): a step it meant to take, not a finding."""
-    out: list[tuple[str, bool]] = []
-    planned = False
+    a full stop, never at a colon: "password: x" stays one piece. Each comes with the kind of list it is an
+    item of: PLANNED when its plan announced the list ("Let me:" then "1. Crack the hash": a step it meant to
+    take, not a finding), REPORTED when it announced what it found ("Key findings:" then "- HOST has
+    unconstrained delegation": its own conclusions), else ""."""
+    out: list[tuple[str, str]] = []
+    listing = ""
     for line in _lines(text):
         item = bool(_LIST_MARK_RE.match(line))
-        planned = planned and item
+        listing = listing if item else ""
         for piece in _SENTENCE_END_RE.split(_LIST_MARK_RE.sub("", line)):  # "1. Crack it" is one piece
             if not any(c.isalnum() for c in piece):
                 continue
             if piece.endswith(":"):
-                planned = bool(_PLAN_LEAD_RE.match(piece))
+                listing = PLANNED if _PLAN_LEAD_RE.match(piece) else REPORTED if _REPORT_LEAD_RE.search(piece) else ""
                 if len(piece.split()) < 5:
                     continue  # "Let me:" and "Found critical information:" only announce the list that follows
-            out.append((piece, planned and item))
+            out.append((piece, listing if item else ""))
     return out
 
 
@@ -366,11 +372,12 @@ class Collector:
     def _ai(self, entry: Entry, position: int) -> None:
         self._flush_pending()
         latest = position == self.last_ai
-        for line, planned in _sentences(entry.text):
+        for line, listing in _sentences(entry.text):
+            planned = listing == PLANNED
             if latest and line == self.step:
                 continue  # already the goal's current step
             value = score(line) + (REFERENCED_BONUS if self.referenced(line, position) else 0)
-            value += EMPHASIS_BONUS if "**" in line else 0  # the agent itself called this out
+            value += EMPHASIS_BONUS if _emphasised(line, value) else 0  # the agent itself called this out
             if latest and (planned or is_plan(line)) and not is_negative(line):
                 self.add("next", AGENT_CONCLUSION_PRIORITY + value // 10, f"- {line}")
             elif is_negative(line) or (is_error(line) and not reports_success(line)):
@@ -378,7 +385,13 @@ class Collector:
                 self.add("blocked", AGENT_CONCLUSION_PRIORITY + value, f"- {line}")
             elif (planned or _PLAN_LEAD_RE.match(line)) and not typed_findings(line):
                 self.add("decisions", 35 + value, f"- {line}")  # an intent of its time, not a finding
-            elif value >= 15 or (value and is_strong(line)):
+            elif listing == REPORTED or value >= 15 or (value and is_strong(line)):
                 self.add("critical", AGENT_CONCLUSION_PRIORITY + value, f"- {line}")
             elif is_decision(line):
                 self.add("decisions", 35 + value, f"- {line}")
+
+
+def _emphasised(line: str, value: int) -> bool:
+    """The agent called the sentence out: in bold, or exclaimed about something it names ("HOST has X!";
+    a bare "Excellent!" carries nothing to keep)."""
+    return "**" in line or (value > 0 and line.rstrip("`*_)").endswith("!") and not _PLAN_LEAD_RE.match(line))

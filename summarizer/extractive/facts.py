@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from summarizer.identifiers import Finding, extract_findings, extract_identifiers, has_finding, is_case_insensitive_id
 
 __all__ = ["score", "is_strong", "reports_success", "is_error", "is_negative", "is_plan", "is_decision",
-           "is_constraint", "finding_label", "typed_findings", "reference_terms", "terms_of", "noise_identifiers",
+           "is_constraint", "finding_label", "typed_findings", "stated_values", "STATED_VALUES_MAX", "SETTING_LABEL",
+           "SERVICE_VERSION_LABEL", "reference_terms", "terms_of", "noise_identifiers",
            "is_noise_class", "original_spelling", "clip", "squash", "byte_size", "ELLIPSIS"]
 
 ELLIPSIS = "…"
@@ -42,7 +43,9 @@ _POSITIVE_RE = re.compile(r"(?<!not )\b(?:excellent|great|success\w*|succeeded|w
                           r"compromised|dumped)\b", re.IGNORECASE)
 _VERSION_RE = re.compile(r"\bversion\b|\bv\d+\.\d+|\b[A-Za-z][\w-]+/\d+\.\d+", re.IGNORECASE)
 # A service and its version as banners print them: "vsftpd 2.3.4", "OpenSSH 7.2p2", "Apache httpd 2.4.49".
-_SERVICE_VERSION_RE = re.compile(r"\b[A-Za-z][\w.-]{2,}(?: [A-Za-z][\w.-]+)? v?\d+\.\d+(?:\.\d+|p\d+)+\b")
+# An address is no version: "22/tcp on 10.0.0.5" names no service.
+_SERVICE_VERSION_RE = re.compile(r"\b[A-Za-z][\w.-]{2,}(?: [A-Za-z][\w.-]+)? (?!\d+\.\d+\.\d+\.\d+)"
+                                 r"v?\d+\.\d+(?:\.\d+|p\d+)+\b")
 # A policy or configuration value, one `key = value` (or `key: value`) a line, the key one token:
 # "MinimumPasswordLength = 5", "LockoutBadCount: 0", "ms-DS-MachineAccountQuota = 10".
 _SETTING_RE = re.compile(r"^\s*[A-Za-z][\w.-]{2,60}\s*(?:=|:)\s*[^\s=:][^=]{0,60}$")
@@ -205,6 +208,31 @@ def typed_findings(text: str) -> list[str]:
     paired = [v for v in by_value if ":" in v]
     return [f"- {label}: {value}" for value, label in by_value.items()
             if not any(p != value and _same_finding(value, p) for p in paired)]
+
+
+SETTING_LABEL, SERVICE_VERSION_LABEL = "- setting", "- service version"
+STATED_VALUES_MAX = 12  # of each kind a ledger restores: a 300-line registry dump is not 300 findings
+
+
+def stated_values(text: str) -> list[str]:
+    """"- setting: key = value" and "- service version: name x.y.z" lines for what a tool reported a host is
+    set to and runs, the values the offline summarizer ranks like an identifier (`score`), verbatim, at most
+    STATED_VALUES_MAX of each kind in order of appearance. A setting needs `key = value`, or `Key: value` with a
+    CamelCase key ("LockoutBadCount: 0"): "Status: 200" and prose with a colon are not settings."""
+    settings: dict[str, None] = {}
+    versions: dict[str, None] = {}
+    for line in text.splitlines():
+        line = squash(line)
+        if len(line) > _READABLE_CHARS:
+            continue
+        if _SETTING_RE.match(line) and ("=" in line or _CAMEL_RE.fullmatch(line.split(":", 1)[0].strip())):
+            if len(settings) < STATED_VALUES_MAX:
+                settings.setdefault(line, None)
+            continue
+        for match in _SERVICE_VERSION_RE.finditer(line):
+            if len(versions) < STATED_VALUES_MAX:
+                versions.setdefault(match.group(0), None)
+    return [f"{SETTING_LABEL}: {s}" for s in settings] + [f"{SERVICE_VERSION_LABEL}: {v}" for v in versions]
 
 
 def _same_finding(value: str, fuller: str) -> bool:

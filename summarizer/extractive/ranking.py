@@ -115,11 +115,12 @@ def listed_identifiers(prompt: str, entries: list[Entry], *, checkpoint: bool,
             unique[key] = name
             names.add(name)
     spelled = original_spelling(list(unique.values()), source)
-    agent_text = "\n".join(e.text for e in entries if e.kind in _AGENT_KINDS)
-    results = [e.text for e in entries if e.kind == "result"]
-    noise = noise_identifiers(spelled, agent_text + "\n" + "\n".join(named), results)
-    # Ranked by use: what the agent wrote (not what an earlier summary merely listed) or a finding holds first.
+    # What the agent wrote: an earlier summary's lines count, not its identifier lists, or a nonce listed once
+    # would be "said" by every later merge and never fall to the noise line again.
     said = [_without_id_lists(e.text) if e.kind == "summary" else e.text for e in entries if e.kind in _AGENT_KINDS]
+    results = [e.text for e in entries if e.kind == "result"]
+    noise = noise_identifiers(spelled, "\n".join([*said, *named]), results)
+    # Ranked by use: what the agent wrote or a finding holds first.
     used = "\n".join([*named, *said, *(f"{f.value}\n{f.line}" for f in extract_findings("\n".join(results)))])
     ranked = rank_by_use(spelled, used)
     if checkpoint:  # what the audit checks first, the names it does not check after it

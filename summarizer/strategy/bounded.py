@@ -3,16 +3,21 @@ the earlier summaries carried forward without being sent again.
 
 A fold replaces everything older than the kept tail. Sent whole, each call would re-send a window's worth of
 history and every earlier summary, and with a paid summary model that input is the bill. So a fold's prompt
-holds only the span being dropped that is not a summary yet, its newest messages within `limit_bytes` (a tool
-call always goes with its results), and the user's requests cut to a share of the bound (they are context,
-not content). The rest is kept without model cost:
-  - the messages left out are still replaced (lineage covers them); what must not be lost from them, the typed
-    findings and identifiers the model's summary does not quote, is appended to its summary as the ledger
-    (summarizer.extractive.ledger), computed from the whole span, itself bounded;
+holds only the span being dropped that is not a summary yet, and the user's requests cut to a share of the
+bound (they are context, not content): the span as it is when it fits within `limit_bytes`, else its extractive
+digest within the bound (the offline summarizer's briefing of the whole span: actions, findings, dead ends,
+identifiers), marked as distilled content, so the model reads all of the span's substance rather than only its
+newest messages. The rest is kept without model cost:
+  - what must not be lost, the typed findings and identifiers the model's summary does not quote, is appended
+    to its summary as the ledger (summarizer.extractive.ledger), computed from the whole span, within a share
+    of the summary's budget (the ledger is local: bounding it by the input bound lost facts for nothing);
   - the earlier summaries of the span are not sent again: the model's new summary is merged into them
     deterministically by the offline summarizer's merge (one section per briefing title, lines kept verbatim,
     the newest first when space is short), within `summary_bytes`, so summaries stay bounded relative to the
-    window however long the chain runs. A span that holds only summaries costs no call at all.
+    window however long the chain runs. A span that holds only summaries costs no call at all;
+  - with `local` (setting `window_local_folds`), a span the offline summarizer folds as well as a model makes
+    no call either (`folds_locally`): one of tool calls and their output only, with no words of the agent's to
+    condense, or one that fits within the summary's budget, so its extractive summary keeps nearly all of it.
 """
 from __future__ import annotations
 
@@ -27,13 +32,15 @@ from summarizer.extractive.ledger import ledger_for
 from summarizer.passes.prompts import build_summary_prompt
 from summarizer.passes.stages import Batch, Outcome, PassGen
 
-__all__ = ["BoundedPrompts", "bounded", "merge_summaries", "MESSAGE_FRAME_BYTES", "LEDGER_SHARE", "TASK_SHARE"]
+__all__ = ["BoundedPrompts", "bounded", "merge_summaries", "folds_locally", "MESSAGE_FRAME_BYTES", "LEDGER_SHARE",
+           "TASK_SHARE", "MIN_DIGEST_BYTES"]
 
 Message = dict[str, Any]
 MESSAGE_FRAME_BYTES = 80  # the <message>/<content>/<tool_call> tags around each message in the prompt
-LEDGER_SHARE = 4  # a ledger gets at most a quarter of the input bound: summaries must not grow without end
+LEDGER_SHARE = 4  # a ledger gets at most a quarter of the summary's budget: summaries must not grow without end
 TASK_SHARE = 4  # the user's requests, context of every fold's prompt, get at most a quarter of the input bound
-MERGE_ONLY = "\x00merge-only:"  # the prompt of a span holding only earlier summaries: answered here, never sent
+MIN_DIGEST_BYTES = 256  # a digest smaller than this says nothing the ledger does not
+LOCAL = "\x00local:"  # the prompt of a fold answered here, by the offline summarizer, never sent to the model
 
 
 def _is_summary(message: Message) -> bool:
@@ -106,38 +113,41 @@ def _cut_humans(humans: Sequence[Message], limit: int) -> list[Message]:
     return out
 
 
-def _cut_message(message: Message, room: int) -> Message:
-    """A copy of `message` for a prompt, its text and tool-call arguments each cut to `room` bytes."""
-    if message_size(message) <= room:
-        return message
-    text = content_text(message)
-    out = {**message, "content": (_cut(text, room) or text[:room]) if text else message.get("content")}
-    if message.get("tool_calls"):
-        out["tool_calls"] = [{**c, "function": {**fn, "arguments": str(fn.get("arguments"))[:room]}}
-                             if (fn := c.get("function")) else c for c in message["tool_calls"]]
-    return out
-
-
-def _cut_unit(unit: Sequence[Message], limit: int) -> list[Message]:
-    """A unit's messages cut to their share of `limit` (what is cut is still in the span's ledger)."""
-    room = max(limit // max(len(unit), 1) - MESSAGE_FRAME_BYTES, 0)
-    return [_cut_message(m, room) for m in unit]
-
-
 @dataclass(frozen=True)
 class _Fold:
     span: str  # the prompt of the whole span without its earlier summaries: what the ledger is computed from
     carried: tuple[str, ...]  # the span's earlier summaries, merged with the model's answer, never sent
+    local: bool = False  # folded by the offline summarizer: no model call
+
+
+def _has_reasoning(units: Sequence[Sequence[Message]]) -> bool:
+    """Whether the agent wrote anything in the span besides its tool calls (what only a model can condense)."""
+    return any(m.get("role") == "assistant" and content_text(m).strip() for u in units for m in u)
+
+
+def folds_locally(units: Sequence[Sequence[Message]], summary_bytes: int) -> bool:
+    """Whether the offline summarizer folds this span as well as a model would, so no call is made: a span of
+    tool calls and their output only (commands, results, findings, identifiers: what the extractive summary
+    keeps by construction; a model would add no reasoning the agent did not write), or one whose messages fit
+    within the summary's budget (its extractive summary keeps nearly all of it)."""
+    return not _has_reasoning(units) or sum(_size(u) for u in units) <= summary_bytes
 
 
 class BoundedPrompts:
     """`build_prompt` for PassContext: prompts within `limit_bytes` that never re-send an earlier summary;
     remembers what each prompt left out and carried forward, so `finish` can complete the model's answer."""
 
-    def __init__(self, limit_bytes: int, summary_bytes: int) -> None:
+    def __init__(self, limit_bytes: int, summary_bytes: int, *, local: bool = False) -> None:
         self.limit_bytes = limit_bytes
         self.summary_bytes = summary_bytes
+        self.local = local
         self.folds: dict[str, _Fold] = {}
+        self.local_folds = 0  # folds of new content made here without a model call (`local`)
+
+    def _local(self, span: str, carried: tuple[str, ...]) -> str:
+        prompt = LOCAL + str(len(self.folds))
+        self.folds[prompt] = _Fold(span, carried, local=True)
+        return prompt
 
     def __call__(self, humans: Sequence[Message], messages: Sequence[Message]) -> str:
         units = _units(messages)
@@ -146,21 +156,18 @@ class BoundedPrompts:
         if not fresh:
             if not carried:  # nothing at all: PentAGI's prompt of the requests alone
                 return build_summary_prompt(humans, messages)
-            prompt = MERGE_ONLY + str(len(self.folds))
-            self.folds[prompt] = _Fold("", carried)
-            return prompt
+            return self._local("", carried)
+        span = build_summary_prompt(humans, [m for u in fresh for m in u])
+        if self.local and folds_locally(fresh, self.summary_bytes):
+            self.local_folds += 1
+            return self._local(span, carried)
         tasks = _cut_humans(humans, self.limit_bytes // TASK_SHARE)
         budget = self.limit_bytes - sum(len(content_text(h).encode("utf-8")) for h in tasks)
-        newest: list[list[Message]] = []
-        for unit in reversed(fresh):
-            if _size(unit) > budget:
-                break
-            newest.insert(0, unit)
-            budget -= _size(unit)
-        if not newest:  # a prompt needs something: the newest step, cut to the bound (its ledger keeps the rest)
-            newest = [_cut_unit(fresh[-1], max(budget, self.limit_bytes // TASK_SHARE))]
-        span = build_summary_prompt(humans, [m for u in fresh for m in u])
-        prompt = build_summary_prompt(tasks, [m for u in newest for m in u])
+        if sum(_size(u) for u in fresh) <= budget:  # the span as it is: nothing to leave out
+            prompt = build_summary_prompt(tasks, [m for u in fresh for m in u])
+        else:  # its digest: all of the span's substance within the bound, the ledger keeps what it leaves out
+            digest = extractive_summarize(span, budget_bytes=max(budget, MIN_DIGEST_BYTES))
+            prompt = build_summary_prompt(tasks, [{"role": "assistant", "content": SUMMARY_PREFIX + digest}])
         self.folds[prompt] = _Fold(span if span != prompt else "", carried)
         return prompt
 
@@ -170,8 +177,11 @@ class BoundedPrompts:
         fold = self.folds.get(prompt)
         if fold is None:
             return summary
+        if fold.local:
+            local = extractive_summarize(fold.span, budget_bytes=self.summary_bytes) if fold.span else ""
+            return merge_summaries([*fold.carried, local], self.summary_bytes)
         if fold.span:
-            ledger = _cut(ledger_for(fold.span, summary), self.limit_bytes // LEDGER_SHARE)
+            ledger = _cut(ledger_for(fold.span, summary), self.summary_bytes // LEDGER_SHARE)
             summary = f"{summary.rstrip()}\n\n{ledger}" if ledger else summary
         return merge_summaries([*fold.carried, summary], self.summary_bytes)
 
@@ -181,7 +191,7 @@ def bounded(gen: PassGen, prompts: BoundedPrompts) -> PassGen:
     model, each answer is completed by `prompts.finish`; failures pass through unchanged."""
     batch = next(gen, None)
     while batch is not None:
-        sent = tuple(p for p in batch.prompts if not p.startswith(MERGE_ONLY))
+        sent = tuple(p for p in batch.prompts if not p.startswith(LOCAL))
         answers: list[Outcome] = (yield Batch(batch.stage, sent)) if sent else []
         by_prompt = dict(zip(sent, answers, strict=False))
         outcomes = [by_prompt.get(p, "") for p in batch.prompts]

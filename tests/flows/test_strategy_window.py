@@ -53,7 +53,7 @@ def test_pentagi_summarizes_by_bytes_where_the_window_strategy_makes_no_call(mak
 
 def test_the_window_strategy_summarizes_once_the_window_needs_it(make_chain):
     use_summarizer(PipelineSummarizer())
-    chain = _chain(make_chain, window=8_000, strategy="window")
+    chain = _chain(make_chain, window=8_000, strategy="window", window_local_folds=False)
     _long_section(chain, 16)
     event = chain_summarize(chain_id=chain.pk)
     assert event.outcome == Outcome.OK and event.calls >= 1
@@ -63,6 +63,19 @@ def test_the_window_strategy_summarizes_once_the_window_needs_it(make_chain):
     assert view.messages[-2:] == [m for m in turn(15, output_bytes=2500)[1:3]]
     covered = sorted({s for lin in view.lineage for s in lin})
     assert covered == list(range(1, chain.last_seq + 1))  # lineage still accounts for every raw message
+
+
+def test_a_fold_made_by_the_offline_summarizer_alone_is_a_run_not_a_skip(make_chain):
+    use_summarizer(PipelineSummarizer())
+    chain = _chain(make_chain, window=8_000, strategy="window")  # window_local_folds: on by default
+    _long_section(chain, 16)  # tool rounds only: nothing of the agent's own to condense
+    event = chain_summarize(chain_id=chain.pk)
+    assert event.outcome == Outcome.OK and event.calls == 0
+    assert "offline summarizer" in event.reason and event.settings_snapshot["window_local_folds"] is True
+    view = view_current(chain=chain)
+    assert view.token_count <= 8_000 - 1_000
+    covered = sorted({s for lin in view.lineage for s in lin})
+    assert covered == list(range(1, chain.last_seq + 1))
 
 
 def test_a_flow_override_picks_the_strategy_for_that_flow_only(make_chain, user):

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from flows.ingest import chain_append
-from flows.models import LLMCall, ModelWindow, Outcome, SummaryEvent
+from flows.models import LLMCall, ModelWindow, Outcome, SummarizerSettings, SummaryEvent
 from flows.pipeline import window_estimate, window_estimates_clear, window_estimates_wait, window_replay
 from tests.flows.pipeline_support import turn
 
@@ -47,6 +47,8 @@ def test_a_chain_that_fits_the_window_would_cost_nothing(make_chain):
 
 def test_a_long_chain_is_estimated_and_a_grown_chain_replays_only_its_new_turns(make_chain, monkeypatch):
     chain = _chain(make_chain)
+    # tool rounds only, which local folds fold without a call: every fold by the model, so there is a cost
+    SummarizerSettings.objects.create(profile=chain.agent.profile, flow=chain.agent.flow, window_local_folds=False)
     _rounds(chain, 0, 16)
     chain.refresh_from_db()
     first = window_estimate(chain=chain, usd_per_input_token=0.000002)

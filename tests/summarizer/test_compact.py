@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from summarizer.compact import fit as fit_module
 from summarizer.compact.errors import CompactionFailed, ContextTooLarge
 from summarizer.compact.fit import compact_now, effective_reserve, fit_to_window
 from summarizer.compact.prompt import SUMMARY_INTRO, parse_summary_message
@@ -225,3 +226,21 @@ def test_bad_input_is_refused_clearly():
     with pytest.raises(ValueError, match="no call"):
         fit_to_window([{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "z", "content": "r"}],
                       window_tokens=16_000, summarize=Checkpoint())
+
+
+def test_a_window_cut_offers_its_checkpoint_more_than_half_the_room_beside_the_system_message(monkeypatch):
+    # the kept tail is whole turns and usually far below its budget: the checkpoint may use the room it leaves
+    # (window_cut.fitted_options caps it at the room the actual tail leaves, so the view still fits)
+    offered = []
+    real = fit_module.window_cut
+
+    def recording(*args, **kwargs):
+        offered.append(kwargs["opts"].summary_budget_tokens)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fit_module, "window_cut", recording)
+    view = chain(turns=12, rounds=4, result_words=600)
+    result = fit_to_window(view, window_tokens=8_192, summarize=Checkpoint(), config=NO_RESTORE)
+    room = result.budget_tokens - count_tokens(view[:1])
+    assert offered and offered[0] > room / 2
+    assert result.steps == ["window_cut"] and result.tokens <= result.budget_tokens

@@ -34,6 +34,14 @@ NAME_SPELLINGS = [
     ("enumerated CORP\\helpdesk in Remote Desktop Users", "CORP\\helpdesk"),
     ("Username: backup_admin", "backup_admin"),
 ]
+# what a tool reported a host is set to or runs: kept by the offline summarizer, restored by the ledger
+STATED_SPELLINGS = [
+    ("MinimumPasswordLength = 5", "MinimumPasswordLength = 5"),
+    ("LockoutBadCount: 0", "LockoutBadCount: 0"),
+    ("ms-DS-MachineAccountQuota = 10", "ms-DS-MachineAccountQuota = 10"),
+    ("21/tcp open  ftp  vsftpd 2.3.4", "vsftpd 2.3.4"),
+    ("80/tcp open  http  Apache httpd 2.4.49 ((Unix))", "Apache httpd 2.4.49"),
+]
 NOT_CREDENTIALS = ["found: 10.0.0.5:445", "valid: 12:30", "found link: http://x.example/a", "found ok:true"]
 NOT_NAMES = ["saved to arya.txt", "import os.path", "version 10.0.17763", "user: none"]
 
@@ -57,17 +65,17 @@ def test_every_name_spelling_is_found(line, value):
     assert value in extract_names(line)
 
 
-@pytest.mark.parametrize("line,value", CREDENTIAL_SPELLINGS + NAME_SPELLINGS)
+@pytest.mark.parametrize("line,value", CREDENTIAL_SPELLINGS + NAME_SPELLINGS + STATED_SPELLINGS)
 def test_the_offline_summary_keeps_every_spelling(line, value):
     assert value in extractive_summarize(_prompt(line))
 
 
-@pytest.mark.parametrize("line,value", CREDENTIAL_SPELLINGS + NAME_SPELLINGS)
+@pytest.mark.parametrize("line,value", CREDENTIAL_SPELLINGS + NAME_SPELLINGS + STATED_SPELLINGS)
 def test_the_ledger_restores_every_spelling_a_model_summary_left_out(line, value):
     assert value in with_ledger(_prompt(line), "The agent enumerated the domain.")
 
 
-@pytest.mark.parametrize("line,value", CREDENTIAL_SPELLINGS + NAME_SPELLINGS)
+@pytest.mark.parametrize("line,value", CREDENTIAL_SPELLINGS + NAME_SPELLINGS + STATED_SPELLINGS)
 def test_a_summary_that_quotes_the_value_gets_no_ledger_line_for_it(line, value):
     summary = f"The agent found {value} and {line}."
     assert value not in with_ledger(_prompt(line), summary).removeprefix(summary)
@@ -85,3 +93,18 @@ def test_file_names_module_paths_versions_and_placeholders_are_not_names(line):
 
 def test_a_five_megabyte_line_names_nothing_and_returns_quickly():
     assert extract_names("A" * 5_000_000 + " dc01.corp.local") == []
+
+
+@pytest.mark.parametrize("line", ["Status: 200", "Content-Type: text/html", "Note: the share is read-only"])
+def test_a_header_or_a_remark_is_not_a_setting_the_ledger_restores(line):
+    assert "setting:" not in with_ledger(_prompt(line), "The agent enumerated the domain.")
+
+
+def test_the_ledger_restores_a_bounded_number_of_settings_from_a_dump():
+    dump = "\n".join(f"Setting{i}Value = {i}" for i in range(300))
+    ledger = with_ledger(_prompt(dump), "The agent read the registry.")
+    assert 0 < ledger.count("- setting: ") <= 12
+
+
+def test_an_address_is_not_a_service_version():
+    assert "service version" not in with_ledger(_prompt("nmap found 22/tcp on 10.0.0.5"), "ssh is open")

@@ -20,13 +20,16 @@ from summarizer import (
     parse_chain,
     summarize_chain_for_window,
 )
+from summarizer.chain.nodes import SUMMARY_PREFIX
 from summarizer.strategy.bounded import merge_summaries
+from summarizer.strategy.window import INPUT_SHARE
 from tests.summarizer.engine_builders import ai, human, rr, system, tool
 from tests.summarizer.strategies import chains
 from tests.summarizer.test_window_strategy import long_session, pair
 
 AGENT = SummarizerConfig.agent()
-TARGET = WindowTarget(window_tokens=16_384, reserve_tokens=3_276, input_tokens=4_000)
+# Every fold calls the model here (these spans are tool output only, which local folds would answer without one)
+TARGET = WindowTarget(window_tokens=16_384, reserve_tokens=3_276, input_tokens=4_000, local_folds=False)
 
 
 class Recorder:
@@ -76,7 +79,7 @@ def test_every_summary_and_every_prompt_stays_within_its_bound_however_long_the_
     assert all(len(s.encode()) <= decision["summary_bytes_limit"] for s in _summaries(view.messages))
     instructions = 2_500  # PentAGI's summary instructions around the bounded messages
     assert all(len(p.encode()) <= decision["input_bytes_limit"] + instructions for p in model.prompts)
-    assert TARGET.input_limit_tokens == min(4_000, TARGET.trigger_tokens // 8)
+    assert TARGET.input_limit_tokens == min(4_000, TARGET.trigger_tokens // INPUT_SHARE)
 
 
 def test_a_pass_frees_the_margin_of_the_room_beside_what_no_fold_can_touch():
@@ -111,7 +114,7 @@ def test_merged_summaries_keep_both_sides_within_the_budget_and_a_lone_one_stays
     assert len(merge_summaries([old * 40], 600).encode()) <= 600
 
 
-def test_a_single_step_larger_than_the_bound_is_cut_for_the_model_and_kept_in_the_ledger():
+def test_a_single_step_larger_than_the_bound_is_sent_as_its_digest_within_the_bound():
     huge = "\n".join(f"line {i}: host-{i}.corp.local open" for i in range(3_000))
     chain = [system(), human("scan"), ai(None, {"id": "call_big", "type": "function", "function": {
         "name": "terminal", "arguments": '{"cmd": "scan"}'}}), tool("call_big", huge)]
@@ -121,6 +124,8 @@ def test_a_single_step_larger_than_the_bound_is_cut_for_the_model_and_kept_in_th
     assert result.error is None and model.prompts
     limit = result.stats["window"]["input_bytes_limit"]
     assert all(len(p.encode()) <= limit + 2_500 for p in model.prompts)
+    # the span's digest, not its raw output
+    assert all(SUMMARY_PREFIX.strip() in p.rsplit("<messages>", 1)[-1] for p in model.prompts)
 
 
 @settings(max_examples=40, deadline=None)

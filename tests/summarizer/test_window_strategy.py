@@ -172,14 +172,14 @@ def test_a_bounded_input_sends_each_call_at_most_the_bound_and_keeps_the_rest_in
     chain = long_session(40)
     chain[5]["content"] = "found password hunter2 for admin on 10.1.2.3 " + chain[5]["content"][:1500]
     sent: list[str] = []
-    target = WindowTarget(window_tokens=16_384, reserve_tokens=3_276, input_tokens=1_000)
+    target = WindowTarget(window_tokens=16_384, reserve_tokens=3_276, input_tokens=1_000, local_folds=False)
     result = summarize_chain_for_window(chain, AGENT, _prompts(sent), target=target, rng=random.Random(0))
     assert result.error is None and sent
     limit = result.stats["window"]["input_bytes_limit"]
     assert all(len(p.encode()) <= limit + 2_000 for p in sent)  # the bound, plus the prompt's own instructions
-    assert all("hunter2" not in p for p in sent)  # the old output was left out of what the model read ...
+    assert all(chain[7]["content"] not in p for p in sent)  # the raw output was left out of what the model read ...
     text = "\n".join(str(m.get("content")) for m in result.messages)
-    assert "10.1.2.3" in text  # ... but its identifiers reach the view through the ledger
+    assert "10.1.2.3" in text  # ... but its identifiers reach the view (the digest, the ledger)
     assert check_invariants(parse_chain(result.messages)) == []
     assert result.messages[-2:] == chain[-2:]
 
