@@ -4,6 +4,7 @@ no code comment sends the reader to notes outside the repository."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -86,20 +87,28 @@ def test_the_readme_indexes_every_document():
     assert not missing, f"README.md 'Where to read more' does not link {missing}"
 
 
-def test_no_comment_cites_notes_outside_the_repository():
+def _texts(paths: Iterable[Path], skip_suffixes: set[str]) -> Iterator[tuple[Path, str]]:
+    """(path, text) of every UTF-8 file among `paths` but this one and those with a skipped suffix."""
     here = Path(__file__).resolve()
+    for path in paths:
+        if not path.is_file() or path.resolve() == here or path.suffix in skip_suffixes:
+            continue
+        try:
+            yield path, path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+
+
+def _source_files() -> list[Path]:
+    return [p for folder in SOURCE_DIRS for p in sorted((ROOT / folder).rglob("*"))]
+
+
+def test_no_comment_cites_notes_outside_the_repository():
     hits = []
-    for folder in SOURCE_DIRS:
-        for path in sorted((ROOT / folder).rglob("*")):
-            if not path.is_file() or path.resolve() == here or path.suffix in {".json", ".png", ".pyc"}:
-                continue
-            try:
-                text = path.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                continue
-            for number, line in enumerate(text.splitlines(), 1):
-                if OUTSIDE_NOTES.search(line):
-                    hits.append(f"{path.relative_to(ROOT)}:{number}")
+    for path, text in _texts(_source_files(), {".json", ".png", ".pyc"}):
+        for number, line in enumerate(text.splitlines(), 1):
+            if OUTSIDE_NOTES.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{number}")
     assert not hits, "cite docs/design.md or docs/architecture.md instead: " + ", ".join(hits)
 
 
@@ -108,16 +117,7 @@ CONFLICT_MARKER = re.compile(r"^(<{7}|>{7})( |$)|^={7}$", re.M)
 
 
 def test_no_file_keeps_merge_conflict_markers():
-    here = Path(__file__).resolve()
-    files = [README, *DOCS, *(p for d in SOURCE_DIRS for p in sorted((ROOT / d).rglob("*")))]
-    hits = []
-    for path in files:
-        if not path.is_file() or path.resolve() == here or path.suffix in {".png", ".pyc", ".sqlite3"}:
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            continue
-        if CONFLICT_MARKER.search(text):
-            hits.append(str(path.relative_to(ROOT)))
+    files = [README, *DOCS, *_source_files()]
+    hits = [str(path.relative_to(ROOT)) for path, text in _texts(files, {".png", ".pyc", ".sqlite3"})
+            if CONFLICT_MARKER.search(text)]
     assert not hits, f"merge conflict markers left in {hits}"
