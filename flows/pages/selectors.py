@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum, TextField
+from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery, Sum, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -164,9 +164,11 @@ def flow_detail_context(*, flow: Flow) -> dict[str, Any]:
 
 
 def flow_agents(*, flow: Flow) -> list[dict[str, Any]]:
-    """The flow's agents, most recently active first (a chain's last write is its agent's activity)."""
+    """The flow's agents, most recently active first: an agent's activity is its newest message, not the chain's
+    last write (a summarization landing a second after the turn would move an idle agent back to the top)."""
     chains = list(Chain.objects.filter(agent__flow=flow).select_related("agent")
                   .annotate(n_messages=Count("messages"), raw_bytes=Sum("messages__byte_size"),
+                            last_message_at=Max("messages__created_at"),
                             v_bytes=_latest_view_subquery("byte_size"), v_tokens=_latest_view_subquery("token_count"))
                   .order_by("agent_id", "id"))
     loops: dict[int, list[AgentLoop]] = {}
@@ -180,7 +182,7 @@ def flow_agents(*, flow: Flow) -> list[dict[str, Any]]:
         chain.loop_rows = loops.get(chain.pk, [])
         entry["chains"].append(chain)
         entry["loops"] += len(chain.loop_rows)
-        entry["last_activity"] = max(entry["last_activity"], chain.updated_at)
+        entry["last_activity"] = max(entry["last_activity"], chain.last_message_at or chain.created_at)
     return sorted(agents.values(), key=lambda a: (a["last_activity"], a["agent"].pk), reverse=True)
 
 

@@ -9,8 +9,10 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
+from flows.ingest import chain_append
 from flows.models import Chain, Flow, FlowStatus, MemoryNote, Outcome, SummaryEvent, Trigger
 from flows.pages.flow_activity import ACTIVE_SECONDS, flow_activity
+from flows.pages.selectors import flow_agents
 
 pytestmark = pytest.mark.django_db
 
@@ -108,3 +110,16 @@ def test_search_finds_message_text_notes_and_hashes_in_your_flows_only(session_c
     assert 'data-kind="chain"' in hashes and f"/chains/{mine.pk}/" in hashes
     assert "Nothing in your flows matches." in session_client.get("/?q=no-such-text-anywhere").content.decode()
     assert session_client.get("/?q=" + "x" * 5000).status_code == 200  # long queries are cut, not an error
+
+
+def test_an_agents_activity_is_its_newest_message_not_a_later_write_of_its_chain(make_flow, make_agent, tool_round):
+    flow = make_flow()
+    lead, searcher = make_agent(flow=flow, agent_type="primary_agent"), make_agent(flow=flow, agent_type="searcher")
+    lead_chain, searcher_chain = (a.chains.get(is_active=True) for a in (lead, searcher))
+    chain_append(chain=lead_chain, messages=tool_round)
+    chain_append(chain=searcher_chain, messages=tool_round[:2])
+    assert [a["agent"].agent_type for a in flow_agents(flow=flow)] == ["searcher", "primary_agent"]
+    # the lead's summarization lands after the searcher's turn: a write of its chain, not something the agent did
+    lead_chain.summary_queued_at = timezone.now()
+    lead_chain.save()
+    assert [a["agent"].agent_type for a in flow_agents(flow=flow)] == ["searcher", "primary_agent"]
