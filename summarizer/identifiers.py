@@ -302,7 +302,7 @@ _NAME_PATTERNS: tuple[re.Pattern[str], ...] = (
 # ending a sentence is no label ("... domain. Previously had ..." names nothing)
 _LABELLED_NAME_RE = re.compile(
     r"(?i:\b(?:user(?:name)?|account|login|samaccountname|host(?:name)?|computer(?:name)?|netbios(?:[ _]name)?|"
-    r"dns(?:[ _]host)?(?:[ _]?name)?|ca(?:[ _]name)?|domain(?:[ _]name)?|name))\s*(?:[.\s]*[:=]+|\.{2,})\s*[`'\"]?"
+    r"dns(?:[ _]host)?(?:[ _]?name)?|ca(?:[ _]name)?|domain(?:[ _]name)?|name))(?:[.\s]*[:=]+|\s*\.{2,})\s*[`'\"]?"
     r"(?P<value>[A-Za-z][\w.$-]{2,63})")
 # "host MEEREEN", "on server WEB01": a host label followed by an upper-case NetBIOS name
 _HOST_WORD_RE = re.compile(r"(?i:\b(?:host|computer|server|machine|dc|workstation))\s+"
