@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import anthropic
 
 from tests.fakes import free_port
 from tests.flows.pipeline_live import PYTHON, Stack, api, wait_http
+from tests.gateway.settle import wait_calls_closed
 from tests.gateway.upstream_anthropic import AnthropicUpstream
 from tests.gateway.upstream_fake import MODEL as SUMMARY_MODEL
 from tests.gateway.upstream_fake import FakeUpstream
@@ -53,9 +53,7 @@ class Stand:
 
     def settled(self, chain_id: int) -> dict[str, Any]:
         """The chain once its calls are closed (their records, and answers, are written after the response)."""
-        deadline = time.monotonic() + 30
-        while self.query(f"GatewayCall.objects.filter(chain_id={chain_id}, finished_at=None).count()"):
-            assert time.monotonic() < deadline, "a call record was never closed"
+        wait_calls_closed(self.query, chain_id)
         return self.chain(chain_id)
 
 

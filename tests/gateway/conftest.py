@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import pytest
 
 from tests.fakes import free_port
 from tests.flows.pipeline_live import PYTHON, Stack, wait_http
+from tests.gateway.settle import wait_calls_closed
 from tests.gateway.upstream_fake import MODEL, FakeUpstream
 
 WINDOW_TOKENS = 6000
@@ -36,16 +36,11 @@ class Gateway:
         out = self.shell(code)
         return json.loads(next(x for x in out.splitlines() if x.startswith("RESULT "))[7:])
 
-    def chain(self, chain_id: int, *, settled: bool = True) -> dict[str, Any]:
-        """The chain as the API shows it; `settled`: once its gateway calls are closed. A call's answer is
-        appended after the response went out (flows.gateway.calls.finish), so a read right after the client
-        returned can miss it on a busy machine."""
+    def chain(self, chain_id: int) -> dict[str, Any]:
+        """The chain as the API shows it once its gateway calls are closed (tests.gateway.settle)."""
         from tests.flows.pipeline_live import api
 
-        deadline = time.monotonic() + 30
-        while settled and self.query(f"GatewayCall.objects.filter(chain_id={chain_id}, finished_at=None).count()"):
-            assert time.monotonic() < deadline, f"a call record of chain {chain_id} was never closed"
-            time.sleep(0.05)
+        wait_calls_closed(self.query, chain_id)
         return api(self.base, "GET", f"/api/chains/{chain_id}", self.token)
 
 
