@@ -83,8 +83,7 @@ def extract_identifiers(text: str, *, limit: int | None = None) -> list[str]:
     """
     seen: dict[str, str] = {}
     for line in (text or "").split("\n"):  # no identifier spans a line break, so lines are scanned alone
-        for value in _line_identifiers(line) if len(line) <= _CACHED_LINE_CHARS else _scan_identifiers(line):
-            key = value.upper() if is_case_insensitive_id(value) else value
+        for key, value in _line_identifiers(line) if len(line) <= _CACHED_LINE_CHARS else _scan_keyed(line):
             if key not in seen:
                 seen[key] = value
                 if limit is not None and len(seen) >= limit:
@@ -96,9 +95,16 @@ def _scan_identifiers(line: str) -> tuple[str, ...]:
     return tuple(value for match in _IDENTIFIER_RE.finditer(line) for value in _values(match) if value)
 
 
+def _scan_keyed(line: str) -> tuple[tuple[str, str], ...]:
+    """(de-duplication key, identifier) of each identifier of `line`: the key folds case where it does not matter."""
+    return tuple((value.upper() if is_case_insensitive_id(value) else value, value)
+                 for value in _scan_identifiers(line))
+
+
 # A summarizer reads the same lines again and again (a chain is re-summarized every turn, an earlier summary
-# is merged into the next), so the scan of a line is remembered; long lines (dumps) are scanned every time.
-_line_identifiers = functools.lru_cache(maxsize=8_192)(_scan_identifiers)
+# is merged into the next), so the scan of a line is remembered with each identifier's key (the key check was
+# a quarter of the scan's calls); long lines (dumps) are scanned every time.
+_line_identifiers = functools.lru_cache(maxsize=8_192)(_scan_keyed)
 _CACHED_LINE_CHARS = 1_000
 
 

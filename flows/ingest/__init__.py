@@ -1,9 +1,10 @@
 """How messages enter: flows and agents, the append-only raw history, imports, live replays, accounts and the
 one bearer-token check.
 
-`append` (`chain_append`: validate, lock, write, then announce and queue the summarization), `pairing` (which
-tool results a batch may append), `importing` (a transcript as a new flow), `replay` (a transcript appended turn
-by turn), `create` (flows and agents), `accounts` (users and API tokens), `auth` (`bearer_user`, cached).
+`append` (`chain_append`: validate, lock, write, then announce and queue the summarization), `rows_insert` (the
+rows' one INSERT, its text built once per row count), `pairing` (which tool results a batch may append),
+`importing` (a transcript as a new flow), `replay` (a transcript appended turn by turn), `create` (flows and
+agents), `accounts` (users and API tokens), `auth` (`bearer_user`, cached).
 """
 from flows.ingest.accounts import api_token_create, api_token_rotate, user_ensure
 from flows.ingest.append import (

@@ -39,6 +39,7 @@ from summarizer.extractive.sections import (
     heading_group,
 )
 from summarizer.identifiers import is_case_insensitive_id, missing_identifiers
+from summarizer.passes.summarize import INLINE_MARK
 
 __all__ = ["extractive_summarize", "make_extractive", "prompt_identifiers", "DEFAULT_BUDGET_BYTES"]
 
@@ -275,7 +276,8 @@ def extractive_summarize(prompt: str, *, budget_bytes: int = DEFAULT_BUDGET_BYTE
 
 
 def make_extractive(budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Callable[[str], str]:
-    """A `summarize(prompt) -> str` callable with a fixed byte budget."""
+    """A `summarize(prompt) -> str` callable with a fixed byte budget, marked to run a batch's prompts in the
+    caller's thread (pure CPU: threads would only add their cost; summarizer.passes.summarize.INLINE_MARK)."""
     if budget_bytes <= 0:
         raise ValueError("budget_bytes must be positive")
 
@@ -283,4 +285,5 @@ def make_extractive(budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Callable[[str],
         return extractive_summarize(prompt, budget_bytes=budget_bytes)
 
     summarize.__name__ = f"extractive_{budget_bytes}"
+    setattr(summarize, INLINE_MARK, True)  # noqa: B010 - a marker on a function object
     return summarize

@@ -2,10 +2,17 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from summarizer.identifiers import Finding, extract_findings, extract_identifiers, missing_identifiers
+from summarizer.identifiers import (
+    Finding,
+    _scan_identifiers,
+    extract_findings,
+    extract_identifiers,
+    is_case_insensitive_id,
+    missing_identifiers,
+)
 
 FACT_43_TEXT = (
     "Year 2026 count 42 port 18789 ticket 123456 URL https://example.com/a, path /tmp/x.log, tiny /a, on/off."
@@ -192,3 +199,28 @@ def test_a_0x_prefixed_hex_run_is_an_identifier(text, expected):
 
 def test_a_short_0x_value_is_not_an_identifier():
     assert extract_identifiers("flags 0x1f and 0xdeadbee") == []
+
+
+def _extract_reference(text: str, limit: int | None = None) -> list[str]:
+    """extract_identifiers as it was before the line cache held each identifier's key: the key computed per value."""
+    seen: dict[str, str] = {}
+    for line in text.split("\n"):
+        for value in _scan_identifiers(line):
+            key = value.upper() if is_case_insensitive_id(value) else value
+            if key not in seen:
+                seen[key] = value
+                if limit is not None and len(seen) >= limit:
+                    return list(seen.values())
+    return list(seen.values())
+
+
+_PIECES = st.sampled_from(["deadBEEF01", "DEADbeef01", "cve-2021-44228", "CVE-2021-44228", "10.0.0.5:8080", "10.0.0.5",
+                           "/etc/passwd", "http://x.test/a?b=1", "123456789", "word", " ", "\n", "a" * 1200])
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=20), limit=st.none() | st.integers(1, 4))
+def test_cached_keys_find_what_keying_each_value_found(pieces, limit):
+    """Hex runs and CVE ids keep folding case across lines and repeats, on cached and long (uncached) lines."""
+    text = "".join(pieces)
+    assert extract_identifiers(text, limit=limit) == _extract_reference(text, limit)
