@@ -46,6 +46,7 @@ from context_managers import (  # noqa: E402
 from nothing_measured import nothing_measured  # noqa: E402
 
 from summarizer import (  # noqa: E402
+    DEFAULT_INPUT_TOKENS,
     count_tokens,
     extract_identifiers,
     missing_identifiers,
@@ -61,8 +62,9 @@ MANAGERS: dict[str, Callable[[int], Manager]] = {
     "ours-agent": lambda w: Ours(w, "agent"),
     "ours-assistant": lambda w: Ours(w, "assistant"),
     "ours-agent-window": lambda w: OursWindow(w, "agent"),
-    "ours-agent-window-4k": lambda w: OursWindow(w, "agent", input_tokens=4000),
-    "ours-agent-window-4k-model": lambda w: OursWindow(w, "agent", input_tokens=4000, local_folds=False),
+    "ours-agent-window-bounded": lambda w: OursWindow(w, "agent", input_tokens=DEFAULT_INPUT_TOKENS),
+    "ours-agent-window-bounded-model": lambda w: OursWindow(w, "agent", input_tokens=DEFAULT_INPUT_TOKENS,
+                                                                       local_folds=False),
     "ours-assistant-window": lambda w: OursWindow(w, "assistant"),
     "langchain": LangChainSummarization,
     "langmem": LangMemSummarization,

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from summarizer import (
+    COMPACTION_SYSTEM_PROMPT,
+    SUMMARY_SYSTEM_PROMPT,
     ContextTooLarge,
     SummarizerConfig,
     WindowTarget,
@@ -47,17 +49,29 @@ def budget_tokens(window_tokens: int) -> int:
 
 
 class StubModel:
-    """summarize(text) -> extractive summary; counts calls and the UTF-8 bytes it was given (the cost proxy)."""
+    """summarize(text) -> extractive summary; counts calls and the UTF-8 bytes it was given (the cost proxy).
 
-    def __init__(self) -> None:
+    `system`: the system prompt the product sends beside each such call (flows.pipeline.llm sends ours as a
+    separate message; LangChain and LangMem put their whole prompt in the text), counted as input too: it is
+    billed like the rest. `with_system` gives a callable for another purpose that counts into the same totals."""
+
+    def __init__(self, system: str = "") -> None:
         self._summarize = make_extractive(STUB_SUMMARY_BYTES)
+        self.system_bytes = len(system.encode("utf-8"))
         self.calls = 0
         self.input_bytes = 0
 
     def __call__(self, text: str) -> str:
+        return self._count(text, self.system_bytes)
+
+    def _count(self, text: str, system_bytes: int) -> str:
         self.calls += 1
-        self.input_bytes += len(text.encode("utf-8"))
+        self.input_bytes += system_bytes + len(text.encode("utf-8"))
         return self._summarize(text)
+
+    def with_system(self, system: str) -> Callable[[str], str]:
+        system_bytes = len(system.encode("utf-8"))
+        return lambda text: self._count(text, system_bytes)
 
 
 class Manager:
@@ -82,6 +96,8 @@ class Ours(Manager):
     def __init__(self, window_tokens: int, profile: str) -> None:
         super().__init__(window_tokens)
         self.name = f"ours ({profile})"
+        self.model = StubModel(SUMMARY_SYSTEM_PROMPT)  # the system prompts flows.pipeline.llm sends
+        self.checkpoint_model = self.model.with_system(COMPACTION_SYSTEM_PROMPT)
         self.config: SummarizerConfig = getattr(SummarizerConfig, profile)()
         self._view: list[Message] = []
         self.errors = 0
@@ -94,7 +110,7 @@ class Ours(Manager):
         if result.error:
             self.errors += 1  # PentAGI semantics: the chain stays as it was, nothing lost
         try:
-            fit = fit_to_window(result.messages, window_tokens=self.window_tokens, summarize=self.model,
+            fit = fit_to_window(result.messages, window_tokens=self.window_tokens, summarize=self.checkpoint_model,
                                 restore=self.restore)
         except ContextTooLarge:
             # The system prompt + current request + newest round alone exceed the budget: the pipeline records

@@ -44,7 +44,7 @@ from context_managers import (  # noqa: E402
     split_turns,
 )
 
-from summarizer import count_tokens  # noqa: E402
+from summarizer import DEFAULT_INPUT_TOKENS, count_tokens  # noqa: E402
 
 __all__ = ["ProbeRow", "probe_file", "facts_kept", "identifier_share", "repeated_headings", "main"]
 
@@ -53,8 +53,9 @@ CORPUS_DIR = ROOT.parent / "shared" / "corpus"
 PROBES_DIR = ROOT / "bench" / "probes"
 DEFAULT_WINDOW_TOKENS = 8192
 MANAGERS = {"ours-agent": lambda w: Ours(w, "agent"), "ours-agent-window": lambda w: OursWindow(w, "agent"),
-            "ours-agent-window-4k": lambda w: OursWindow(w, "agent", input_tokens=4000),
-            "ours-agent-window-4k-model": lambda w: OursWindow(w, "agent", input_tokens=4000, local_folds=False),
+            "ours-agent-window-bounded": lambda w: OursWindow(w, "agent", input_tokens=DEFAULT_INPUT_TOKENS),
+            "ours-agent-window-bounded-model": lambda w: OursWindow(w, "agent", input_tokens=DEFAULT_INPUT_TOKENS,
+                                                                       local_folds=False),
             "langchain": LangChainSummarization,
             "langmem": LangMemSummarization}
 _ID_LINE_PREFIXES = ("Identifiers:", "- identifiers:", "- also in tool output:")

@@ -7,7 +7,7 @@ that does less work per turn shows it whatever the load; time per turn on an idl
 summary_probes.py's "p95 ms per turn" column. Prints per manager: turns, summarize calls, input KiB, function
 calls per turn (median, p95, max) and in all.
 
-Usage: python bench/turn_work.py [--window 8192] [--files ...] [--managers ours-agent-window-4k,langmem]
+Usage: python bench/turn_work.py [--window 8192] [--files ...] [--managers ours-agent-window-bounded,langmem]
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=int, default=8192)
     parser.add_argument("--files", default="")
-    parser.add_argument("--managers", default="ours-agent-window-4k,langmem")
+    parser.add_argument("--managers", default="ours-agent-window-bounded,langmem")
     args = parser.parse_args(argv)
     wanted = set(filter(None, args.files.split(",")))
     files = [CORPUS_DIR / name for name, _, _ in _probes(PROBES_DIR, wanted) if (CORPUS_DIR / name).is_file()]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from summarizer import (
     COMPACTION_SYSTEM_PROMPT,
+    DEFAULT_INPUT_TOKENS,
     FORMATS,
     MAX_INSTRUCTION_CHARS,
     STRATEGIES,
@@ -82,7 +83,7 @@ __all__ = [
     # summarization (PentAGI) and window fit / compaction (OpenClaw-style)
     "SummarizerConfig", "summarize_chain", "fit_to_window", "compact_now", "ContextTooLarge", "effective_reserve",
     # the window-aware strategy (the passes only when the view would not fit the window's margin)
-    "summarize_chain_for_window", "WindowTarget", "STRATEGIES", "split_turns",
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES", "DEFAULT_INPUT_TOKENS", "split_turns",
     "MAX_INSTRUCTION_CHARS",
     # summarize callables: the offline summarizer, caching and input caps
     "make_extractive", "SummaryCache", "cap_input", "with_ledger",

@@ -87,7 +87,7 @@ from summarizer.recovery.overflow import (
 )
 from summarizer.settings.config import SummarizerConfig
 from summarizer.settings.spec import SUMMARIZER_SETTINGS, SettingSpec, parse_bool
-from summarizer.strategy.window import STRATEGIES, WindowTarget, summarize_chain_for_window
+from summarizer.strategy.window import DEFAULT_INPUT_TOKENS, STRATEGIES, WindowTarget, summarize_chain_for_window
 from summarizer.tokens.catalog import ModelInfo, lookup_model, window_check, window_from_models_payload
 from summarizer.tokens.count import (
     MissingEncoding,
@@ -106,7 +106,7 @@ __all__ = [
     "COMPLETION", "REQUEST_RESPONSE", "SUMMARIZATION", "SUMMARIZATION_TOOL", "SUMMARY_PREFIX",
     "SummaryCache", "cap_input", "with_cap_and_cache", "restore_chain", "prepare_provider_switch", "split_turns",
     # the window-aware strategy: PentAGI's passes only when the view would not fit the window's margin
-    "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES", "DEFAULT_INPUT_TOKENS",
     # the offline summarizer and the transcript formats
     "extractive_summarize", "make_extractive", "import_chain", "export_chain", "detect_format", "FormatError",
     "FORMATS",

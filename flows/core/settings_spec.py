@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.engine import STRATEGIES, SUMMARIZER_SETTINGS, SettingSpec, parse_bool
+from flows.engine import DEFAULT_INPUT_TOKENS, STRATEGIES, SUMMARIZER_SETTINGS, SettingSpec, parse_bool
 
 __all__ = [
     "AGENT", "ASSISTANT", "PROFILES", "SettingSpec", "SETTINGS_FIELDS", "FIELDS_BY_NAME", "ASSISTANT_FORCED",
@@ -138,12 +138,13 @@ STRATEGY_SETTINGS: tuple[SettingSpec, ...] = tuple(
                     "folds (the system prompt, the user's requests, the newest pair), so the next turns fit "
                     "without summarizing (larger: fewer, larger folds).", unit="% of the room",
                     minimum=0, maximum=90),
-        _compaction("window_input_tokens", "int", 4000,
-                    "window strategy: at most this much (and 1/64 of the trigger) is sent per summarize call: "
-                    "what is folded, as it is when it fits, else its extractive digest (actions, findings, "
-                    "identifiers); what the model's summary does not quote goes into its ledger, and earlier "
-                    "summaries are merged locally, never sent again. 0: the whole span, earlier summaries "
-                    "included, as PentAGI sends it.", unit="tokens", minimum=0, maximum=1_000_000),
+        _compaction("window_input_tokens", "int", DEFAULT_INPUT_TOKENS,
+                    "window strategy: at most this much (and 1/64 of the trigger) is sent per summarize call, "
+                    "besides short instructions and the system prompt: what is folded, as it is when it fits, "
+                    "else its extractive digest (actions, findings, identifiers); what the model's summary does "
+                    "not quote goes into its ledger, and earlier summaries are merged locally, never sent "
+                    "again. Larger: the model rewrites more of each fold, at more input. 0: the whole span, "
+                    "earlier summaries included, as PentAGI sends it.", unit="tokens", minimum=0, maximum=1_000_000),
         _compaction("window_local_folds", "bool", True,
                     "window strategy, with an input bound: a span of tool calls and their output only (no words "
                     "of the agent's), or one within the summary's budget, is folded by the offline extractive "

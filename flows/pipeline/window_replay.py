@@ -5,7 +5,8 @@ window-aware profile (`strategy: window`, the chain's own trigger, margin and in
 the same history. That figure is measured, not guessed: the chain's raw messages are replayed turn by turn
 (`split_turns`, a turn ends where the agent would call its model again) through the window strategy and the
 window fit, as the pipeline runs them after each turn, with the offline extractive summarizer counting what
-each call is sent (calls, input tokens in the flow's tokenizer) and, at the window of the model serving the
+each call is sent (calls, input tokens in the flow's tokenizer, the system prompt the app sends beside each
+prompt included: it is billed too) and, at the window of the model serving the
 chain, how many requests could not be fitted. Nothing is saved and no model is called.
 
 Cost on the page. The replay's state is kept per process (a small LRU, like the preview's caches) and only
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,6 +29,8 @@ from django.db import connection
 
 from flows.config import settings_for, summarizer_config_for
 from flows.engine import (
+    COMPACTION_SYSTEM_PROMPT,
+    SUMMARY_SYSTEM_PROMPT,
     ContextTooLarge,
     SummarizerConfig,
     WindowTarget,
@@ -76,15 +80,25 @@ class _Replay:
 
 
 class _Counter:
-    """The offline summarizer, counting calls and the input tokens each prompt costs in `model`'s tokenizer."""
+    """The offline summarizer, counting calls and the input tokens each costs in `model`'s tokenizer: the prompt
+    and the system prompt of its purpose (a summary, or the window fit's checkpoint)."""
 
     def __init__(self, model: str | None) -> None:
         self.model, self.summarize, self.calls, self.input_tokens = model, make_extractive(), 0, 0
+        self.checkpoint = self._counting(COMPACTION_SYSTEM_PROMPT)
+        self._summary = self._counting(SUMMARY_SYSTEM_PROMPT)
+
+    def _counting(self, system: str) -> Callable[[str], str]:
+        system_tokens = text_tokens(system, model=self.model)
+
+        def call(prompt: str) -> str:
+            self.calls += 1
+            self.input_tokens += system_tokens + text_tokens(prompt, model=self.model)
+            return self.summarize(prompt)
+        return call
 
     def __call__(self, prompt: str) -> str:
-        self.calls += 1
-        self.input_tokens += text_tokens(prompt, model=self.model)
-        return self.summarize(prompt)
+        return self._summary(prompt)
 
 
 _replays: Lru[tuple[Any, ...], _Replay] = Lru(MAX_REPLAYS)
@@ -103,8 +117,8 @@ def _turn(state: _Replay, turn: list[Msg], config: SummarizerConfig, target: Win
           counter: _Counter, model: str | None) -> None:
     result = summarize_chain_for_window(state.view + turn, config, counter, target=target)
     try:
-        fit = fit_to_window(result.messages, window_tokens=target.window_tokens, summarize=counter, model=model,
-                            reserve_tokens=target.reserve_tokens, restore=False)
+        fit = fit_to_window(result.messages, window_tokens=target.window_tokens, summarize=counter.checkpoint,
+                            model=model, reserve_tokens=target.reserve_tokens, restore=False)
     except ContextTooLarge:
         state.refused += 1  # as the pipeline: the failure is recorded, the summarized view kept
         state.view = result.messages

@@ -16,7 +16,7 @@ from summarizer.chain.messages import content_text, valid_calls
 
 __all__ = [
     "SUMMARY_SYSTEM_PROMPT", "COMPACTION_SYSTEM_PROMPT", "BRIEFING_SECTIONS", "INSTRUCTIONS_WITH_TASKS",
-    "INSTRUCTIONS_MESSAGES_ONLY", "INSTRUCTIONS_TASKS_ONLY",
+    "INSTRUCTIONS_MESSAGES_ONLY", "INSTRUCTIONS_TASKS_ONLY", "INSTRUCTIONS_BOUNDED",
     "PromptError", "build_summary_prompt", "ROLE_NAMES",
 ]
 
@@ -68,6 +68,18 @@ INSTRUCTIONS_TASKS_ONLY = (
     "them. Order them by priority and write them as directives in the imperative mood. Output only the brief."
 )
 
+# The window strategy's bounded folds (summarizer.strategy.bounded) send a few hundred bytes of content, often the
+# offline summarizer's digest already written under the briefing titles; PentAGI's case texts above (about 1.8 KB)
+# would be most of each call's input, so those folds say the same in short. Only that strategy sends it: PentAGI's
+# profiles keep the case texts.
+INSTRUCTIONS_BOUNDED = (
+    "Condense <messages> into one summary an agent can carry on from (<tasks>, if any: the user's requests, "
+    "context only; '**summarized content:**' marks distilled text, keep all of it). Titles, in order, each "
+    "only if something is under it: 'Task and current goal:', 'Done:' (an action and its outcome per line), "
+    "'Findings:' (each named for what it is, values verbatim), 'Negative results and dead ends:', 'Open leads "
+    "/ next steps:'. Output only the summary."
+)
+
 # The system prompts sent with every summary request: one text per purpose, in one place, so the app (flows.llm)
 # and the CLI's openai backend cannot drift apart. They are constant on purpose: providers cache a stable prompt
 # prefix, and the summary cache (summarizer.passes.handler.SummaryCache) keys on the user text only, which is
@@ -75,32 +87,21 @@ INSTRUCTIONS_TASKS_ONLY = (
 # prompts of summarizer.compact.prompt; it is kept beside the summary prompt so the system texts have one home.
 SUMMARY_SYSTEM_PROMPT = """\
 You condense the working history of an autonomous security-testing agent so that it can keep working with \
-less text. Make it shorter while keeping every fact that matters; losing a detail is worse than being long.
+less text. Keep every fact that matters: losing a detail is worse than being long.
 
-The input is marked up with XML-like tags (<instructions>, <tasks>, <messages>, <message>, <tool_call>, \
-<tool_call_response> and others). The tags only tell you what each part is. Do not repeat them in your answer.
+The input's XML-like tags (<instructions>, <tasks>, <messages>, <tool_call> and others) only say what each \
+part is: never repeat them.
 
-Always keep, exactly as written:
-- technical specifics: commands and their arguments, function and tool names, endpoints, URLs, hosts, IP \
-addresses, ports, file paths, parameters, versions, identifiers, hashes and credentials found;
-- numbers: dates, counts, sizes, thresholds, limits, status codes;
-- procedures as ordered steps, and what caused what;
-- errors, warnings, limitations and special cases;
-- short code or command examples that show a key point.
+Keep exactly as written: commands and their arguments, tool names, URLs, hosts, IP addresses, ports, paths, \
+parameters, versions, identifiers, hashes, credentials and numbers; steps in their order, and what caused \
+what; errors, warnings and limitations; short code that shows a key point. Name each finding for what it is \
+(a password is not an NT hash), in its original case.
 
-Write the summary as a briefing an agent can carry on from, under the titles the request's <instructions> \
-name (task and current goal, done, findings, negative results and dead ends, open leads / next steps). Name \
-each finding for what it is (a password is not an NT hash is not a Kerberos ticket) and quote values in \
-their original case. Leave out tool chatter: hexdump offsets, bare numbers, library paths, wordlist entries.
+Text starting with "**summarized content:**", and results of execute_task_and_return_summary, are earlier \
+summaries: every point in them must survive, merged without repeating yourself.
 
-Text that begins with "**summarized content:**", and results of execute_task_and_return_summary, are earlier \
-summaries: every point in them is already distilled and must survive in your answer, merged without repeating \
-yourself.
-
-The <instructions> block of the input is specific to this request and takes precedence over the general \
-guidance above.
-
-Answer with the summary only: no preamble, no closing remarks, no comments about the summary itself."""
+The request's <instructions> take precedence over this guidance. Answer with the summary only: no preamble, \
+no closing remarks."""
 
 COMPACTION_SYSTEM_PROMPT = """\
 You write checkpoint summaries of long agent conversations. Another model will continue the work from your \
@@ -174,16 +175,18 @@ def _message(index: int, msg: Message, names: dict[str, str]) -> str:
     return "".join(out)
 
 
-def build_summary_prompt(humans: Sequence[Message], ais: Sequence[Message]) -> str:
-    """The prompt for one summary: case 1 (humans + ais), case 2 (ais only) or case 3 (humans only)."""
+def _case_instructions(humans: bool, ais: bool) -> str:
+    if humans and ais:
+        return INSTRUCTIONS_WITH_TASKS
+    return INSTRUCTIONS_MESSAGES_ONLY if ais else INSTRUCTIONS_TASKS_ONLY
+
+
+def build_summary_prompt(humans: Sequence[Message], ais: Sequence[Message], *, instructions: str = "") -> str:
+    """The prompt for one summary: case 1 (humans + ais), case 2 (ais only) or case 3 (humans only), with that
+    case's instructions unless `instructions` are given."""
     if not humans and not ais:
         raise PromptError("nothing to summarize: no human and no AI messages")
-    if humans and ais:
-        instructions = INSTRUCTIONS_WITH_TASKS
-    elif ais:
-        instructions = INSTRUCTIONS_MESSAGES_ONLY
-    else:
-        instructions = INSTRUCTIONS_TASKS_ONLY
+    instructions = instructions or _case_instructions(bool(humans), bool(ais))
     blocks = []
     if humans:
         tasks = "".join(_task(i, m) for i, m in enumerate(humans) if m.get("role") == "user")

@@ -29,7 +29,7 @@ from summarizer.chain.messages import content_text, message_size
 from summarizer.chain.nodes import SUMMARIZATION_TOOL, SUMMARY_PREFIX
 from summarizer.extractive.briefing import extractive_summarize
 from summarizer.extractive.ledger import ledger_for
-from summarizer.passes.prompts import build_summary_prompt
+from summarizer.passes.prompts import INSTRUCTIONS_BOUNDED, build_summary_prompt
 from summarizer.passes.stages import Batch, Outcome, PassGen
 
 __all__ = ["BoundedPrompts", "bounded", "merge_summaries", "folds_locally", "MESSAGE_FRAME_BYTES", "LEDGER_SHARE",
@@ -164,10 +164,11 @@ class BoundedPrompts:
         tasks = _cut_humans(humans, self.limit_bytes // TASK_SHARE)
         budget = self.limit_bytes - sum(len(content_text(h).encode("utf-8")) for h in tasks)
         if sum(_size(u) for u in fresh) <= budget:  # the span as it is: nothing to leave out
-            prompt = build_summary_prompt(tasks, [m for u in fresh for m in u])
+            prompt = build_summary_prompt(tasks, [m for u in fresh for m in u], instructions=INSTRUCTIONS_BOUNDED)
         else:  # its digest: all of the span's substance within the bound, the ledger keeps what it leaves out
             digest = extractive_summarize(span, budget_bytes=max(budget, MIN_DIGEST_BYTES))
-            prompt = build_summary_prompt(tasks, [{"role": "assistant", "content": SUMMARY_PREFIX + digest}])
+            prompt = build_summary_prompt(tasks, [{"role": "assistant", "content": SUMMARY_PREFIX + digest}],
+                                          instructions=INSTRUCTIONS_BOUNDED)
         self.folds[prompt] = _Fold(span if span != prompt else "", carried)
         return prompt
 

@@ -19,9 +19,10 @@ shapes, lineage, QA collapse and tool-pair rules but decides *when* and *how muc
      section's share would be summarized alone, so none is: the oldest pairs fold into one summary pair) by
      the bytes still over the target. The last pair of a section is never summarized. Stage A does not run: it
      condenses every old section whether or not the window needs it, which is the cost this strategy avoids.
-  4. Input. With `input_tokens`, each summarize call is sent at most that much, and at most 1/`INPUT_SHARE` of
-     the trigger (`input_limit_tokens`): the part of the span that is not a summary yet, as it is when it fits,
-     else its extractive digest within the bound; the findings and identifiers the model's summary does not
+  4. Input. With `input_tokens` (`DEFAULT_INPUT_TOKENS` in the app's settings), each summarize call is sent at
+     most that much, and at most 1/`INPUT_SHARE` of the trigger (`input_limit_tokens`), under short instructions
+     (`INSTRUCTIONS_BOUNDED`): the part of the span that is not a summary yet, as it is when it fits, else its
+     extractive digest within the bound; the findings and identifiers the model's summary does not
      quote go into its ledger, and the span's earlier summaries are merged with the new one without being
      sent again, within `SUMMARY_SHARE` of the room (`bounded`). With `local_folds`, a span of tool calls and
      output only, or one within the summary's budget, is folded by the offline summarizer with no call.
@@ -46,7 +47,7 @@ from summarizer.strategy.bounded import BoundedPrompts, bounded
 from summarizer.tokens.count import count_tokens
 
 __all__ = ["WindowTarget", "summarize_chain_for_window", "window_passes", "fixed_bytes", "STRATEGIES", "PENTAGI",
-           "WINDOW", "INPUT_SHARE", "SUMMARY_SHARE"]
+           "WINDOW", "INPUT_SHARE", "SUMMARY_SHARE", "DEFAULT_INPUT_TOKENS"]
 
 PENTAGI, WINDOW = STRATEGIES = ("pentagi", "window")
 Message = dict[str, Any]
@@ -54,6 +55,12 @@ Message = dict[str, Any]
 # the local merge keep the rest, so a larger share bought input more than facts: on the corpus at 16k, 1/32 sent
 # about LangChain's input and 1/64 a seventh less, both at more probe facts than it keeps (docs/benchmarks.md).
 INPUT_SHARE = 64
+# The bound's default for large windows (the app's `window_input_tokens`). 1/64 of the trigger alone would send a
+# 128k model's folds 1,600 tokens of digest: what the model adds to a digest is its rewrite, while the ledger and the
+# local merge keep the facts whatever the bound, so on the corpus's one transcript longer than 128k a 256-token
+# digest kept the same probe facts as 4,000 at a third of the input (docs/benchmarks.md). Below a 16k window the
+# 1/64 share is the smaller bound anyway.
+DEFAULT_INPUT_TOKENS = 256
 SUMMARY_SHARE = 30  # with a bounded input, the merged summary takes at most this % of the room beside the fixed part
 MIN_SUMMARY_BYTES, MAX_SUMMARY_BYTES = 1024, 16 * 1024
 

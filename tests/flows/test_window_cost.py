@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from flows.engine import COMPACTION_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT, text_tokens
 from flows.ingest import chain_append
 from flows.models import LLMCall, ModelWindow, Outcome, SummarizerSettings, SummaryEvent
 from flows.pipeline import window_estimate, window_estimates_clear, window_estimates_wait, window_replay
@@ -145,3 +146,14 @@ def test_the_flow_page_replays_at_most_one_budget_of_messages_on_the_request(cli
     assert window_estimates_wait(timeout=60)
     body = client_for.get(f"/flows/{first.agent.flow.pk}/").content.decode()
     assert set(re.findall(r'data-window-cost="(\w+)"', body[body.index('id="chain-costs"'):])) == {"ready"}
+
+
+def test_the_estimate_counts_the_system_prompt_each_call_is_sent_with():
+    counter = window_replay._Counter("gpt-4o")
+    prompt = "<instructions>x</instructions>\n\n<messages>\nran nmap on 10.0.0.5\n</messages>"
+    counter(prompt)
+    counter.checkpoint(prompt)
+    assert counter.calls == 2
+    assert counter.input_tokens == (text_tokens(SUMMARY_SYSTEM_PROMPT, model="gpt-4o")
+                                    + text_tokens(COMPACTION_SYSTEM_PROMPT, model="gpt-4o")
+                                    + 2 * text_tokens(prompt, model="gpt-4o"))

@@ -22,7 +22,7 @@ PUBLIC_NAMES = {
     "responses_to_messages", "messages_to_responses", "responses_output_messages", "messages_to_responses_output",
     "responses_resumable",
     "request_tokens", "RequestTokens", "observed_context_limit",
-    "summarize_chain_for_window", "WindowTarget", "STRATEGIES",
+    "summarize_chain_for_window", "WindowTarget", "STRATEGIES", "DEFAULT_INPUT_TOKENS",
 }
 
 

@@ -21,6 +21,7 @@ from summarizer import (
     summarize_chain_for_window,
 )
 from summarizer.chain.nodes import SUMMARY_PREFIX
+from summarizer.passes.prompts import INSTRUCTIONS_BOUNDED, INSTRUCTIONS_MESSAGES_ONLY, INSTRUCTIONS_WITH_TASKS
 from summarizer.strategy.bounded import merge_summaries
 from summarizer.strategy.window import INPUT_SHARE
 from tests.summarizer.engine_builders import ai, human, rr, system, tool
@@ -30,6 +31,8 @@ from tests.summarizer.test_window_strategy import long_session, pair
 AGENT = SummarizerConfig.agent()
 # Every fold calls the model here (these spans are tool output only, which local folds would answer without one)
 TARGET = WindowTarget(window_tokens=16_384, reserve_tokens=3_276, input_tokens=4_000, local_folds=False)
+# What a bounded prompt may hold besides its bounded content: the short instructions and the tags around them
+FRAME = len(f"<instructions>{INSTRUCTIONS_BOUNDED}</instructions>\n\n".encode()) + 300
 
 
 class Recorder:
@@ -77,9 +80,21 @@ def test_every_summary_and_every_prompt_stays_within_its_bound_however_long_the_
     view = summarize_chain_for_window(chain, AGENT, model, target=TARGET)
     decision = view.stats["window"]
     assert all(len(s.encode()) <= decision["summary_bytes_limit"] for s in _summaries(view.messages))
-    instructions = 2_500  # PentAGI's summary instructions around the bounded messages
-    assert all(len(p.encode()) <= decision["input_bytes_limit"] + instructions for p in model.prompts)
+    assert all(len(p.encode()) <= decision["input_bytes_limit"] + FRAME for p in model.prompts)
     assert TARGET.input_limit_tokens == min(4_000, TARGET.trigger_tokens // INPUT_SHARE)
+
+
+def test_bounded_folds_send_short_instructions_while_whole_spans_keep_pentagis_case_texts():
+    chain = long_session(90)
+    bounded, whole = Recorder(), Recorder()
+    replay(chain, TARGET, bounded)
+    replay(chain, WindowTarget(window_tokens=16_384, reserve_tokens=3_276), whole)
+    assert bounded.prompts and whole.prompts
+    assert all(p.startswith(f"<instructions>{INSTRUCTIONS_BOUNDED}</instructions>") for p in bounded.prompts)
+    assert len(INSTRUCTIONS_BOUNDED) * 3 < len(INSTRUCTIONS_WITH_TASKS)
+    pentagi = (f"<instructions>{INSTRUCTIONS_WITH_TASKS}</instructions>",
+               f"<instructions>{INSTRUCTIONS_MESSAGES_ONLY}</instructions>")
+    assert all(p.startswith(pentagi) for p in whole.prompts)
 
 
 def test_a_pass_frees_the_margin_of_the_room_beside_what_no_fold_can_touch():
@@ -123,7 +138,7 @@ def test_a_single_step_larger_than_the_bound_is_sent_as_its_digest_within_the_bo
     result = summarize_chain_for_window(chain, AGENT, model, target=TARGET)
     assert result.error is None and model.prompts
     limit = result.stats["window"]["input_bytes_limit"]
-    assert all(len(p.encode()) <= limit + 2_500 for p in model.prompts)
+    assert all(len(p.encode()) <= limit + FRAME for p in model.prompts)
     # the span's digest, not its raw output
     assert all(SUMMARY_PREFIX.strip() in p.rsplit("<messages>", 1)[-1] for p in model.prompts)
 
