@@ -51,14 +51,22 @@ def unescape_nul(value: Any) -> Any:
     return _walk(value, _unescape_str)
 
 
+# Where JSON text may hold a NUL or an ESCAPE, literally or as a \u escape (U+F0000 is the pair \udb80\udc00):
+# JSON without either decodes to strings without them, and values without them encode to JSON without them, so
+# the walk (a call per string, list and dict of a message: a fifth of a worker's view load) changes nothing there.
+_MAYBE_ESCAPED = re.compile("\x00|" + ESCAPE + r"|\\u0000|\\u[dD][bB]80", re.IGNORECASE)
+
+
 class NulSafeJSONEncoder(json.JSONEncoder):
     def encode(self, o: Any) -> str:
-        return super().encode(escape_nul(o))
+        text = super().encode(o)
+        return super().encode(escape_nul(o)) if _MAYBE_ESCAPED.search(text) else text
 
 
 class NulSafeJSONDecoder(json.JSONDecoder):
     def decode(self, s: str, *args: Any, **kwargs: Any) -> Any:
-        return unescape_nul(super().decode(s, *args, **kwargs))
+        value = super().decode(s, *args, **kwargs)
+        return unescape_nul(value) if _MAYBE_ESCAPED.search(s) else value
 
 
 class StorableTextField(models.TextField):
