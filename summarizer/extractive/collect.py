@@ -134,8 +134,9 @@ def _call_text(entry: Entry) -> str:
     return f"- {entry.name or 'tool'}: {clip(squash(shown), COMMAND_CAP_BYTES)}"
 
 
-def _outcome(lines: list[str]) -> tuple[str, bool]:
-    """(what an action gave, whether it failed): the error line of a failure, else its most telling line."""
+def _outcome(lines: list[str], scores: list[int]) -> tuple[str, bool]:
+    """(what an action gave, whether it failed): the error line of a failure, else its most telling line (the first
+    of the best `scores`, each line's `score`, which the caller computes once for this and for the details)."""
     if not lines:
         return "no output", False
     succeeded = any(reports_success(line) for line in lines)
@@ -146,8 +147,7 @@ def _outcome(lines: list[str]) -> tuple[str, bool]:
     negative = next((line for line in edges if is_negative(line)), None)
     if negative is not None and not succeeded:
         return negative, True
-    best = max(lines, key=lambda line: (score(line), -lines.index(line)))
-    return best, False
+    return lines[max(range(len(lines)), key=scores.__getitem__)], False
 
 
 def _action_outcome(line: str) -> str | None:
@@ -351,7 +351,8 @@ class Collector:
 
     def _result(self, entry: Entry, position: int) -> None:
         lines = _lines(entry.text)
-        outcome, failed = _outcome(lines)
+        scores = [score(line) for line in lines]
+        outcome, failed = _outcome(lines, scores)
         call = self._take_call(entry)
         head = call[2] if call else f"- {entry.name or 'tool'} output"
         group = "blocked" if failed else "done"
@@ -363,7 +364,7 @@ class Collector:
         for index, line in enumerate(lines):
             if line == outcome:
                 continue
-            value = score(line) + (REFERENCED_BONUS if self.referenced(line, position) else 0)
+            value = scores[index] + (REFERENCED_BONUS if self.referenced(line, position) else 0)
             if value:
                 details.append((value, index, line))
         for rank, (value, _, line) in enumerate(sorted(details, key=lambda d: (-d[0], d[1]))[:RESULT_DETAIL_LINES]):
