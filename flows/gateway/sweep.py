@@ -4,11 +4,12 @@ The recovery at start (`recovery.py` here and in flows/pipeline/) only runs when
 plain Daphne with a separate Celery worker may never restart. So every server process (`manage.py run` and plain
 `daphne pentagi_web.asgi:application` alike: both load pentagi_web/asgi.py, which starts it) runs this sweep in one
 daemon thread every SWEEP_INTERVAL_SECONDS: gateway calls and summary events older than the longest provider
-timeout plus a minute (twice the broker's visibility timeout for events, when that is longer) are closed as
-failed "abandoned", half-written imports a killed process left are removed, and summarizations the broker refused
-(the append said "not queued: broker unreachable") are queued again once it answers, as are those whose coalescing
-flag (`Chain.summary_queued_at`) is as old as the events' cutoff (the queued task was lost with its worker). Each
-pass is a few indexed UPDATEs; several server processes sweeping the same rows is harmless (each row is closed once).
+timeout, summarizing deadline and a minute (twice the broker's visibility timeout for events, when that is
+longer) are closed as failed "abandoned", half-written imports a killed process left are removed, and
+summarizations the broker refused (the append said "not queued: broker unreachable") are queued again once it
+answers, as are those whose coalescing flag (`Chain.summary_queued_at`) is as old as the events' cutoff (the
+queued task was lost with its worker). Each pass is a few indexed UPDATEs; several server processes sweeping the
+same rows is harmless (each row is closed once).
 """
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from flows.config import settings_for, settings_validate
 from flows.engine import (
+    COMPACTION_SYSTEM_PROMPT,
+    SUMMARY_SYSTEM_PROMPT,
     ContextTooLarge,
     fit_to_window,
     is_case_insensitive_id,
@@ -43,15 +45,25 @@ def _effective_row(chain: Chain, settings: dict[str, Any]) -> SummarizerSettings
 
 
 class InputCounter:
-    """A summarize callable that counts what it is sent: the calls and UTF-8 input bytes a run would bill."""
+    """A summarize callable that counts what it is sent: the calls and UTF-8 input bytes a run would bill, the
+    `system` prompt the app sends beside each prompt included. `with_system` counts another purpose's calls
+    (the window fit's checkpoints) into the same totals."""
 
-    def __init__(self, summarize: SummarizeFn) -> None:
+    def __init__(self, summarize: SummarizeFn, system: str = "") -> None:
         self.summarize, self.calls, self.input_bytes = summarize, 0, 0
+        self._system_bytes = len(system.encode("utf-8"))
 
     def __call__(self, prompt: str) -> str:
+        return self._count(prompt, self._system_bytes)
+
+    def _count(self, prompt: str, system_bytes: int) -> str:
         self.calls += 1
-        self.input_bytes += len(prompt.encode("utf-8"))
+        self.input_bytes += system_bytes + len(prompt.encode("utf-8"))
         return self.summarize(prompt)
+
+    def with_system(self, system: str) -> SummarizeFn:
+        system_bytes = len(system.encode("utf-8"))
+        return lambda prompt: self._count(prompt, system_bytes)
 
 
 def identifier_retention(data: ChainData, view: list[dict[str, Any]], lineage: list[list[int]],
@@ -102,14 +114,15 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
     data = chain_data(chain=chain, model=model)
     raw, seqs = copy.deepcopy(data.raw), data.seqs  # the cached messages must outlive whatever the engine does
     # deterministic, so a repeated prompt has the same answer; counted, so the page shows what the run would bill
-    summarize = InputCounter(cached_summarizer(make_extractive()))
+    summarize = InputCounter(cached_summarizer(make_extractive()), SUMMARY_SYSTEM_PROMPT)
     result = summarize_by_strategy(raw, flow=chain.agent.flow, row=row, chain_id=chain.pk, summarize=summarize,
                                    id_template=chain.tool_call_id_template or None, lineage_in=[[s] for s in seqs],
                                    rng=random.Random(PREVIEW_SEED))
     view, lineage = result.messages, [list(x) for x in result.lineage]
     window: dict[str, Any] = {"known": False}
     if result.error is None:
-        view, lineage, _fit_calls, window = _fit(chain, row, view, lineage, summarize)
+        view, lineage, _fit_calls, window = _fit(chain, row, view, lineage,
+                                                 summarize.with_system(COMPACTION_SYSTEM_PROMPT))
     window["strategy"] = result.stats.get("window") or {"strategy": "pentagi"}
     fresh = records.fresh_mask(view, raw)
     bytes_before, bytes_after = data.bytes, records.view_bytes(view)

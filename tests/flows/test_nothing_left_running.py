@@ -22,7 +22,7 @@ from flows.engine import import_chain
 from flows.gateway import abandoned_sweep, views
 from flows.gateway.calls import record_or_fail
 from flows.gateway.records import gateway_call_complete
-from flows.gateway.recovery import CALL_ABANDONED_REASON, longest_call_seconds
+from flows.gateway.recovery import CALL_ABANDONED_REASON, CALL_DEADLINE_MARGIN_SECONDS, longest_call_seconds
 from flows.ingest import chain_append, chain_import, imports_remove_interrupted
 from flows.ingest.append import MAX_MESSAGE_BYTES, build_rows
 from flows.ingest.importing import IMPORT_STALLED_SECONDS
@@ -35,6 +35,7 @@ from flows.models import (
     Outcome,
     ProviderConfig,
     ProviderKind,
+    SummarizerSettings,
     SummaryEvent,
     Trigger,
 )
@@ -111,6 +112,23 @@ def test_the_sweep_closes_calls_and_events_older_than_any_deadline_and_nothing_y
         event.refresh_from_db()
         assert (event.outcome, event.reason) == (Outcome.FAILED, ABANDONED_REASON) and event.finished_at
     assert not abandoned_sweep(now=timezone.now() + timedelta(days=1))  # each row is closed once
+
+
+@pytest.mark.django_db
+def test_a_call_still_summarizing_within_its_deadline_is_not_abandoned(make_chain, settings):
+    settings.CELERY_BROKER_URL = "memory://"
+    chain = make_chain()
+    ProviderConfig.objects.create(name="slow", kind=ProviderKind.OPENAI, base_url="http://127.0.0.1:9/v1",
+                                  model="m", timeout_seconds=100)
+    SummarizerSettings.objects.create(profile=chain.agent.profile, flow=chain.agent.flow,
+                                      summary_deadline_seconds=600)
+    GatewayCall.objects.create(chain=chain, user=chain.agent.flow.owner, model="m")
+    # 100 s upstream + 600 s summarizing: a call 11 minutes old may still be running
+    assert longest_call_seconds() == 100 + 600 + CALL_DEADLINE_MARGIN_SECONDS
+    assert not abandoned_sweep(now=timezone.now() + timedelta(seconds=100 + 600)).calls
+    assert abandoned_sweep(now=timezone.now() + timedelta(seconds=100 + 600 + CALL_DEADLINE_MARGIN_SECONDS + 1)).calls
+    SummarizerSettings.objects.filter(flow=chain.agent.flow).update(summary_deadline_seconds=0)  # no deadline
+    assert longest_call_seconds() == 100 + 3600 + CALL_DEADLINE_MARGIN_SECONDS  # the setting's largest value
 
 
 @pytest.mark.django_db

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from flows.config import settings_for
 from flows.gateway import calls_abandoned_after_seconds, gateway_calls_close_interrupted
 from flows.gateway.recovery import CALL_DEADLINE_MARGIN_SECONDS, CALL_INTERRUPTED_REASON
 from flows.models import CallStatus, GatewayCall, Outcome, ProviderConfig, SummaryEvent, Trigger
@@ -62,7 +63,8 @@ def test_gateway_calls_left_running_are_closed_when_older_than_any_upstream_coul
     GatewayCall.objects.filter(pk__in=[old.pk, done.pk]).update(created_at=timezone.now() - timedelta(hours=1))
     ProviderConfig.objects.create(name="slow", kind="openai", timeout_seconds=900)
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/0"  # other servers may still be waiting upstream
-    assert calls_abandoned_after_seconds() == 900 + CALL_DEADLINE_MARGIN_SECONDS
+    deadline = settings_for(profile=chain.agent.profile).summary_deadline_seconds  # the call may summarize first
+    assert calls_abandoned_after_seconds() == 900 + deadline + CALL_DEADLINE_MARGIN_SECONDS
     assert gateway_calls_close_interrupted(older_than_seconds=calls_abandoned_after_seconds()) == 1
     states = dict(GatewayCall.objects.values_list("pk", "status"))
     assert states == {fresh.pk: CallStatus.RUNNING, old.pk: CallStatus.FAILED, done.pk: CallStatus.OK}
