@@ -51,6 +51,7 @@ def _has_prefix(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name.startswith(p) and not name[len(p):len(p) + 1].isdigit() for p in prefixes)
 
 
+@functools.lru_cache(maxsize=256)  # asked for every message counted (a run counts its view three times); few models
 def encoding_name_for(model: str | None) -> str:
     """o200k_base for the gpt-4o / 4.1 / 4.5 / o-series / gpt-5 families, cl100k_base otherwise."""
     return "o200k_base" if _has_prefix(normalize_model_name(model), O200K_PREFIXES) else "cl100k_base"
