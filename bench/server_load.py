@@ -15,7 +15,7 @@ deployment (docs/operations.md): the throughput clients are spread across them, 
 another process than the one its viewers are connected to. These rows are in addition to the single-process ones.
 
 Usage: python bench/server_load.py [--configs sqlite/embedded,postgres/embedded,sqlite/redis,postgres/redis,
-       sqlite/redis*2,postgres/redis*2] [--viewers 50] [--appends 60] [--seconds 15]
+       sqlite/redis*2,postgres/redis*2] [--viewers 50] [--appends 60] [--seconds 15] [--requests 300]
 """
 from __future__ import annotations
 
@@ -71,10 +71,10 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def _client(server: Server, chain_id: int, seed: int, deadline: float, out: list[tuple[int, float]],
-            errors: list[str]) -> None:
+            errors: list[str], requests: int) -> None:
     conn = http.client.HTTPConnection(HOST, server.ports[seed % len(server.ports)], timeout=30)  # spread
     try:
-        for i in range(MAX_REQUESTS_PER_CLIENT):
+        for i in range(requests):
             if time.monotonic() > deadline:
                 break
             batch = agent_turn(seed * 100_000 + i, first=i == 0)
@@ -88,12 +88,13 @@ def _client(server: Server, chain_id: int, seed: int, deadline: float, out: list
         conn.close()
 
 
-def throughput(server: Server, clients: int, seconds: float) -> dict[str, Any]:
+def throughput(server: Server, clients: int, seconds: float,
+               requests: int = MAX_REQUESTS_PER_CLIENT) -> dict[str, Any]:
     chains = [server.new_chain(f"load {i}") for i in range(clients)]
     results: list[tuple[int, float]] = []
     errors: list[str] = []
     deadline = time.monotonic() + seconds
-    threads = [threading.Thread(target=_client, args=(server, chain, i, deadline, results, errors))
+    threads = [threading.Thread(target=_client, args=(server, chain, i, deadline, results, errors, requests))
                for i, chain in enumerate(chains)]
     began = time.perf_counter()
     for t in threads:
@@ -179,7 +180,7 @@ def run_config(db: str, layer: str, processes: int, args: argparse.Namespace) ->
         return [], f"skipped: {reason}"
     try:
         with Server(db=db, layer=layer, processes=processes) as server:
-            loads = [throughput(server, clients, args.seconds) for clients in CLIENT_COUNTS]
+            loads = [throughput(server, clients, args.seconds, args.requests) for clients in CLIENT_COUNTS]
             return loads, asyncio.run(latency(server, args.viewers, args.appends))
     except (ServerError, OSError) as exc:
         return [], f"failed: {exc}"
@@ -197,10 +198,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--viewers", type=int, default=VIEWERS)
     parser.add_argument("--appends", type=int, default=APPENDS)
     parser.add_argument("--seconds", type=float, default=MAX_SECONDS)
+    # a longer run than the default's few seconds includes the worker's summarizations in steady state
+    parser.add_argument("--requests", type=int, default=MAX_REQUESTS_PER_CLIENT, help="at most this many per client")
     args = parser.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
     results = {_label(c): run_config(*parse_config(c), args) for c in configs}
-    print(f"## Server load (127.0.0.1; appends of 4-message turns; at most {MAX_REQUESTS_PER_CLIENT} requests or "
+    print(f"## Server load (127.0.0.1; appends of 4-message turns; at most {args.requests} requests or "
           f"{args.seconds:.0f} s per client)\n")
     print("| database / channel layer | clients | requests | messages/s | stored = sent | request p50 ms "
           "| request p99 ms |")
