@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import secrets
 import sys
 import threading
 from collections import Counter
@@ -30,11 +29,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from django_env import django_bench_setup  # noqa: E402
+from django_env import bench_database  # noqa: E402
 from server_load import agent_turn  # noqa: E402
 
 WARM_UP = 5
-PG_ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
 class Counts:
@@ -146,43 +144,16 @@ async def measure(appends: int) -> dict[str, float]:
     return {key: value / appends for key, value in counts.tally.items()}
 
 
-def _postgres() -> str:
-    import psycopg
-
-    name = f"pentagi_counts_{os.getpid()}_{secrets.token_hex(3)}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return name
-
-
-def _drop(name: str) -> None:
-    import psycopg
-    from django.db import connections
-
-    connections.close_all()
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--appends", type=int, default=30, help="counted appends (default 30, after 5 to warm up)")
     parser.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL database instead of SQLite")
     args = parser.parse_args()
     os.environ["LOG_LEVEL"] = "WARNING"
-    pg_name = _postgres() if args.postgres else ""
-    database_url = PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + pg_name if pg_name else None
-    django_bench_setup("append-counts-", database_url=database_url)
-    from django.core.management import call_command
-
-    try:
-        call_command("migrate", verbosity=0)
+    with bench_database("append-counts-", postgres=args.postgres) as vendor:
         figures = asyncio.run(measure(args.appends))
-    finally:
-        if pg_name:
-            _drop(pg_name)
     print("| database | statements | connections opened | thread hops | Python calls | broadcasts | tasks published |\n"
-          f"|---|---:|---:|---:|---:|---:|---:|\n| {'postgres' if pg_name else 'sqlite'} "
+          f"|---|---:|---:|---:|---:|---:|---:|\n| {vendor} "
           f"| {figures.get('statements', 0):.1f} | {figures.get('connections', 0):.2f} | {figures.get('hops', 0):.1f} "
           f"| {figures.get('calls', 0):,.0f} "
           f"| {figures.get('broadcasts', 0):.1f} | {figures.get('tasks published', 0):.1f} |")

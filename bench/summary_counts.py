@@ -17,7 +17,6 @@ import argparse
 import hashlib
 import json
 import os
-import secrets
 import sys
 import threading
 import time
@@ -26,10 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from django_env import django_bench_setup  # noqa: E402
+from django_env import bench_database  # noqa: E402
 from server_load import agent_turn  # noqa: E402
-
-PG_ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
 class CallCounter:
@@ -72,24 +69,6 @@ def _run(turns: int, every: int, counter: CallCounter | None) -> tuple[float, in
     return cpu, runs, digest.hexdigest()[:12]
 
 
-def _postgres() -> str:
-    import psycopg
-
-    name = f"pentagi_summary_counts_{os.getpid()}_{secrets.token_hex(3)}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return name
-
-
-def _drop(name: str) -> None:
-    import psycopg
-    from django.db import connections
-
-    connections.close_all()
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300, help="4-message agent turns appended (default 300)")
@@ -97,24 +76,15 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL database instead of SQLite")
     args = parser.parse_args()
     os.environ["LOG_LEVEL"] = "WARNING"
-    pg_name = _postgres() if args.postgres else ""
-    django_bench_setup("summary-counts-", database_url=PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + pg_name if pg_name
-                       else None)
-    from django.core.management import call_command
-
-    try:
-        call_command("migrate", verbosity=0)
+    with bench_database("summary-counts-", postgres=args.postgres) as vendor:
         cpu, runs, digest = _run(args.turns, args.every, None)
         counter = CallCounter()
         _, _, counted_digest = _run(args.turns, args.every, counter)
-    finally:
-        if pg_name:
-            _drop(pg_name)
     if not runs:
         raise SystemExit("no run: --every is larger than --turns")
     print("| database | turns | turns per run | runs | Python calls per run | CPU ms per run | CPU ms per message "
           "| final view |\n|---|---:|---:|---:|---:|---:|---:|---|\n"
-          f"| {'postgres' if pg_name else 'sqlite'} | {args.turns} | {args.every} | {runs} "
+          f"| {vendor} | {args.turns} | {args.every} | {runs} "
           f"| {counter.calls / runs:,.0f} | {cpu * 1000 / runs:.1f} | {cpu * 1000 / (args.turns * 4):.3f} "
           f"| {digest}{'' if digest == counted_digest else ' (differs when counted!)'} |")
 
