@@ -26,9 +26,9 @@ from flows.pipeline.memory import identifier_text
 from flows.pipeline.preview_cache import ChainData, cached_summarizer, chain_data, identifiers_of
 from flows.pipeline.runs import view_current, window_for
 from flows.pipeline.strategy import summarize_by_strategy
-from flows.pipeline.summarizers import SummarizeFn
+from flows.pipeline.summarizers import InputCounter, SummarizeFn
 
-__all__ = ["PREVIEW_SEED", "chain_preview", "identifier_retention", "InputCounter"]
+__all__ = ["PREVIEW_SEED", "chain_preview", "identifier_retention"]
 
 PREVIEW_SEED = 0
 
@@ -42,28 +42,6 @@ def _effective_row(chain: Chain, settings: dict[str, Any]) -> SummarizerSettings
     for name, value in cleaned.items():
         setattr(row, name, value)
     return row
-
-
-class InputCounter:
-    """A summarize callable that counts what it is sent: the calls and UTF-8 input bytes a run would bill, the
-    `system` prompt the app sends beside each prompt included. `with_system` counts another purpose's calls
-    (the window fit's checkpoints) into the same totals."""
-
-    def __init__(self, summarize: SummarizeFn, system: str = "") -> None:
-        self.summarize, self.calls, self.input_bytes = summarize, 0, 0
-        self._system_bytes = len(system.encode("utf-8"))
-
-    def __call__(self, prompt: str) -> str:
-        return self._count(prompt, self._system_bytes)
-
-    def _count(self, prompt: str, system_bytes: int) -> str:
-        self.calls += 1
-        self.input_bytes += system_bytes + len(prompt.encode("utf-8"))
-        return self.summarize(prompt)
-
-    def with_system(self, system: str) -> SummarizeFn:
-        system_bytes = len(system.encode("utf-8"))
-        return lambda prompt: self._count(prompt, system_bytes)
 
 
 def identifier_retention(data: ChainData, view: list[dict[str, Any]], lineage: list[list[int]],
@@ -132,7 +110,7 @@ def chain_preview(*, chain: Chain, settings: dict[str, Any]) -> dict[str, Any]:
         "view": view, "lineage": lineage, "sections": records.section_records(view, lineage), "window": window,
         "error": result.error,
         "stats": {"bytes_before": bytes_before, "bytes_after": bytes_after, "tokens_before": tokens_before,
-                  "tokens_after": tokens_after, "calls": summarize.calls, "input_bytes": summarize.input_bytes,
+                  "tokens_after": tokens_after, "calls": summarize.calls, "input_bytes": summarize.input,
                   "bytes_saved": bytes_before - bytes_after,
                   "tokens_saved": tokens_before - tokens_after,
                   "identifier_retention": identifier_retention(data, view, lineage, fresh)},

@@ -14,10 +14,38 @@ from flows.models import Flow, SummaryEvent
 from flows.pipeline.call_guard import guarded
 from flows.pipeline.llm.callables import summarize_callable_for
 
-__all__ = ["SummarizeFn", "SummarizerFactory", "summarizer_for", "set_summarizer_factory", "use_summarizer_factory"]
+__all__ = ["SummarizeFn", "SummarizerFactory", "summarizer_for", "set_summarizer_factory", "use_summarizer_factory",
+           "InputCounter"]
 
 SummarizeFn = Callable[[str], str]
 SummarizerFactory = Callable[..., SummarizeFn]  # called with keywords flow=, event=, purpose=
+
+
+def _utf8_bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+class InputCounter:
+    """A summarize callable that counts what it is sent: the calls and the `input` a run would bill, the `system`
+    prompt the app sends beside each prompt included, measured by `size` (UTF-8 bytes unless given, e.g. a
+    tokenizer's count). `with_system` counts another purpose's calls (the window fit's checkpoints) into the
+    same totals."""
+
+    def __init__(self, summarize: SummarizeFn, system: str = "", size: Callable[[str], int] = _utf8_bytes) -> None:
+        self.summarize, self.size, self.calls, self.input = summarize, size, 0, 0
+        self._system_size = size(system)
+
+    def __call__(self, prompt: str) -> str:
+        return self._count(prompt, self._system_size)
+
+    def _count(self, prompt: str, system_size: int) -> str:
+        self.calls += 1
+        self.input += system_size + self.size(prompt)
+        return self.summarize(prompt)
+
+    def with_system(self, system: str) -> SummarizeFn:
+        system_size = self.size(system)
+        return lambda prompt: self._count(prompt, system_size)
 
 
 _factory: SummarizerFactory = summarize_callable_for

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from django.db import connection
@@ -43,6 +43,7 @@ from flows.engine import (
 from flows.models import Chain, SummarizerSettings
 from flows.pipeline.preview_cache import Lru, chain_data
 from flows.pipeline.runs import window_for
+from flows.pipeline.summarizers import InputCounter, SummarizeFn
 
 __all__ = ["WindowEstimate", "window_estimate", "window_estimates_wait", "window_estimates_clear", "SYNC_MESSAGES"]
 
@@ -79,26 +80,9 @@ class _Replay:
     turns: int = 0
 
 
-class _Counter:
-    """The offline summarizer, counting calls and the input tokens each costs in `model`'s tokenizer: the prompt
-    and the system prompt of its purpose (a summary, or the window fit's checkpoint)."""
-
-    def __init__(self, model: str | None) -> None:
-        self.model, self.summarize, self.calls, self.input_tokens = model, make_extractive(), 0, 0
-        self.checkpoint = self._counting(COMPACTION_SYSTEM_PROMPT)
-        self._summary = self._counting(SUMMARY_SYSTEM_PROMPT)
-
-    def _counting(self, system: str) -> Callable[[str], str]:
-        system_tokens = text_tokens(system, model=self.model)
-
-        def call(prompt: str) -> str:
-            self.calls += 1
-            self.input_tokens += system_tokens + text_tokens(prompt, model=self.model)
-            return self.summarize(prompt)
-        return call
-
-    def __call__(self, prompt: str) -> str:
-        return self._summary(prompt)
+def input_counter(model: str | None) -> InputCounter:
+    """The offline summarizer, counting calls and input tokens in `model`'s tokenizer, system prompts included."""
+    return InputCounter(make_extractive(), SUMMARY_SYSTEM_PROMPT, size=partial(text_tokens, model=model))
 
 
 _replays: Lru[tuple[Any, ...], _Replay] = Lru(MAX_REPLAYS)
@@ -114,10 +98,10 @@ def _lock(key: tuple[Any, ...]) -> threading.Lock:
 
 
 def _turn(state: _Replay, turn: list[Msg], config: SummarizerConfig, target: WindowTarget,
-          counter: _Counter, model: str | None) -> None:
+          counter: InputCounter, checkpoint: SummarizeFn, model: str | None) -> None:
     result = summarize_chain_for_window(state.view + turn, config, counter, target=target)
     try:
-        fit = fit_to_window(result.messages, window_tokens=target.window_tokens, summarize=counter.checkpoint,
+        fit = fit_to_window(result.messages, window_tokens=target.window_tokens, summarize=checkpoint,
                             model=model, reserve_tokens=target.reserve_tokens, restore=False)
     except ContextTooLarge:
         state.refused += 1  # as the pipeline: the failure is recorded, the summarized view kept
@@ -131,18 +115,19 @@ def _extend(state: _Replay, raw: list[Msg], config: SummarizerConfig, target: Wi
     """`state` with the raw messages after it replayed; stops before a turn that is not a valid view yet (an
     open tool round at the end: the next page view replays it once its results are in)."""
     state = replace(state, view=list(state.view))
-    counter = _Counter(model)
+    counter = input_counter(model)
+    checkpoint = counter.with_system(COMPACTION_SYSTEM_PROMPT)  # the fit's calls, counted into the same totals
     for turn in split_turns(raw[state.done:]):
         before = replace(state, view=list(state.view))
         try:
-            _turn(state, turn, config, target, counter, model)
+            _turn(state, turn, config, target, counter, checkpoint, model)
         except ValueError:  # InvalidView is a ValueError: the turn's tool round is still open
             state = before
             break
         state.done += len(turn)
         state.turns += 1
     state.calls += counter.calls
-    state.input_tokens += counter.input_tokens
+    state.input_tokens += counter.input
     return state
 
 

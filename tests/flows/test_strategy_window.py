@@ -8,8 +8,8 @@ from flows.engine import COMPACTION_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT
 from flows.ingest import chain_append
 from flows.models import ModelWindow, Outcome, SummaryEvent
 from flows.pipeline import chain_preview, chain_summarize, view_current
-from flows.pipeline.preview import InputCounter
 from flows.pipeline.strategy import window_target_for
+from flows.pipeline.summarizers import InputCounter
 from tests.flows.pipeline_support import PipelineSummarizer, small_budgets, turn, use_summarizer
 from tests.flows.test_pages_settings import csrf_post, form_values
 
@@ -111,8 +111,8 @@ def test_the_previews_input_bytes_count_the_system_prompt_each_call_is_sent_with
     counter("<messages>ran nmap</messages>")
     counter.with_system(COMPACTION_SYSTEM_PROMPT)("<messages>ran nmap</messages>")
     assert counter.calls == 2
-    assert counter.input_bytes == (len(SUMMARY_SYSTEM_PROMPT.encode()) + len(COMPACTION_SYSTEM_PROMPT.encode())
-                                   + 2 * len(b"<messages>ran nmap</messages>"))
+    assert counter.input == (len(SUMMARY_SYSTEM_PROMPT.encode()) + len(COMPACTION_SYSTEM_PROMPT.encode())
+                             + 2 * len(b"<messages>ran nmap</messages>"))
 
 
 def test_the_settings_page_previews_the_window_strategy(csrf_client_for, make_chain):

@@ -149,11 +149,11 @@ def test_the_flow_page_replays_at_most_one_budget_of_messages_on_the_request(cli
 
 
 def test_the_estimate_counts_the_system_prompt_each_call_is_sent_with():
-    counter = window_replay._Counter("gpt-4o")
+    counter = window_replay.input_counter("gpt-4o")
     prompt = "<instructions>x</instructions>\n\n<messages>\nran nmap on 10.0.0.5\n</messages>"
     counter(prompt)
-    counter.checkpoint(prompt)
+    counter.with_system(COMPACTION_SYSTEM_PROMPT)(prompt)
     assert counter.calls == 2
-    assert counter.input_tokens == (text_tokens(SUMMARY_SYSTEM_PROMPT, model="gpt-4o")
-                                    + text_tokens(COMPACTION_SYSTEM_PROMPT, model="gpt-4o")
-                                    + 2 * text_tokens(prompt, model="gpt-4o"))
+    assert counter.input == (text_tokens(SUMMARY_SYSTEM_PROMPT, model="gpt-4o")
+                             + text_tokens(COMPACTION_SYSTEM_PROMPT, model="gpt-4o")
+                             + 2 * text_tokens(prompt, model="gpt-4o"))
