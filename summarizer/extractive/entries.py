@@ -10,6 +10,7 @@ names (`named_identifiers`) and the quoted `<latest_user_request>`, which become
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -56,14 +57,35 @@ _HEADING_LINE_RE = re.compile(r"^(#{2,3} [^\n]+?)\s*$", re.MULTILINE)
 _INLINE_HEADING_RE = re.compile(r"heading (#{2,3} [A-Za-z][\w &/()-]*[\w)])")
 
 
+# Each block opens with its tag on a line of its own: a prompt without the tag cannot hold the block, and a
+# substring test is far cheaper than a multi-line scan of a prompt of many kilobytes (most prompts hold 2 of 7).
+_BLOCK_OPENERS = {key: pattern.pattern[1:pattern.pattern.index(">") + 1] for key, pattern in _BLOCK_RES.items()}
+
+
+def _blocks(key: str, text: str) -> list[re.Match[str]]:
+    """The `key` blocks of `text`, in order."""
+    return list(_BLOCK_RES[key].finditer(text)) if _BLOCK_OPENERS[key] in text else []
+
+
+def _first_block(key: str, text: str) -> re.Match[str] | None:
+    return _BLOCK_RES[key].search(text) if _BLOCK_OPENERS[key] in text else None
+
+
+def _without_block(key: str, text: str) -> str:
+    return _BLOCK_RES[key].sub("", text) if _BLOCK_OPENERS[key] in text else text
+
+
 def _strip_blocks(text: str) -> str:
-    for pattern in _BLOCK_RES.values():
-        text = pattern.sub("", text)
+    for key in _BLOCK_RES:
+        text = _without_block(key, text)
     return text
 
 
+@functools.lru_cache(maxsize=4)
 def outside_text(prompt: str) -> str:
-    """The prompt's own text (instructions excluded): rules, operator focus, identifiers named for a retry."""
+    """The prompt's own text (instructions excluded): rules, operator focus, identifiers named for a retry.
+    Remembered for the last few prompts: one summary reads it three times (size rule, named identifiers,
+    the identifier ranking)."""
     return _strip_blocks(_INSTRUCTIONS_RE.sub("", prompt))
 
 
@@ -92,7 +114,7 @@ def _summary_entries(text: str) -> list[Entry]:
 
 def _user_entries(text: str) -> list[Entry]:
     """A user text that carries a compaction summary becomes that summary plus whatever follows it."""
-    match = _BLOCK_RES["summary"].search(text)
+    match = _first_block("summary", text)
     if match is None:
         return [Entry("task", text.strip())] if text.strip() else []
     rest = text[match.end():].strip()
@@ -147,23 +169,24 @@ def _conversation(block: str) -> list[Entry]:
 def parse_prompt(prompt: str) -> list[Entry]:
     """Entries of a summary prompt in reading order; instructions and operator text are not content."""
     entries: list[Entry] = []
-    for match in _BLOCK_RES["previous"].finditer(prompt):
+    previous = _blocks("previous", prompt)
+    for match in previous:
         entries += [Entry("summary", text, PREVIOUS_SUMMARY) for text in [match.group(1).strip()] if text]
     entries += [e for m in _TASK_RE.finditer(prompt) for e in _user_entries(m.group(1))]
-    messages = _BLOCK_RES["messages"].search(prompt)
+    messages = _first_block("messages", prompt)
     if messages:
         entries += _pentagi_messages(messages.group(1))
-    conversations = list(_BLOCK_RES["conversation"].finditer(prompt))
+    conversations = _blocks("conversation", prompt)
     for match in conversations:
         entries += _conversation(match.group(1))
     history_free = prompt
     for key in ("previous", "conversation", "messages"):  # a quoted history cannot forge the request block
-        history_free = _BLOCK_RES[key].sub("", history_free)
-    asks = list(_BLOCK_RES["ask"].finditer(history_free))
-    structured = messages or conversations or "<tasks>" in prompt or _BLOCK_RES["previous"].search(prompt) or asks
+        history_free = _without_block(key, history_free)
+    asks = _blocks("ask", history_free)
+    structured = messages or conversations or "<tasks>" in prompt or previous or asks
     if not structured:
         rest = _INSTRUCTIONS_RE.sub("", prompt).strip()
-        entries += _user_entries(rest) if _BLOCK_RES["summary"].search(rest) else _conversation(rest)
+        entries += _user_entries(rest) if _first_block("summary", rest) else _conversation(rest)
     # The quoted latest request comes last so it counts as the newest ask (summarizer.compact.prompt.latest_ask_block).
     entries += [Entry("task", m.group(1).strip()) for m in asks[-1:] if m.group(1).strip()]
     return [_printable(e) if e.kind == "result" else e for e in entries]

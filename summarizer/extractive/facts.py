@@ -55,7 +55,6 @@ _DECISION_RE = re.compile(r"\b(?:decid\w+|chose|choose|instead|because|plan\w*|s
                           r"strategy|conclu\w+)\b", re.IGNORECASE)
 _PLAN_RE = re.compile(r"\b(?:next|todo|then|remaining|need to|should|will|let me|let's|i'll|continue|now|try|"
                       r"going to|plan)\b", re.IGNORECASE)
-_SPACES_RE = re.compile(r"\s+")
 # An option synopsis ("usage: nxc [-p PASSWORD] [-H HASH]") names result words without reporting any result.
 _OPTION_SYNOPSIS_RE = re.compile(r"\[-{1,2}\w[^\[\]]*\]")
 # Technical tokens an agent quotes when it refers back to something: values with digits or punctuation
@@ -86,7 +85,8 @@ def byte_size(text: str) -> int:
 
 
 def squash(line: str) -> str:
-    return _SPACES_RE.sub(" ", line).strip()
+    """Runs of whitespace as one space, none at the ends (str.split's whitespace is the regex's \\s; faster)."""
+    return " ".join(line.split())
 
 
 def clip(text: str, limit: int) -> str:
@@ -117,6 +117,10 @@ def readable(line: str) -> str:
 
 
 def is_strong(line: str) -> bool:
+    return _line_is_strong(line) if len(line) <= _CACHED_LINE_CHARS else _is_strong(line)
+
+
+def _is_strong(line: str) -> bool:
     return bool(_STRONG_RE.search(_OPTION_SYNOPSIS_RE.sub("", readable(line))))
 
 
@@ -128,6 +132,10 @@ def reports_success(line: str) -> bool:
 
 def is_error(line: str) -> bool:
     """An error line; option names in a usage synopsis ("[--timeout TIMEOUT]") are not errors."""
+    return _line_is_error(line) if len(line) <= _CACHED_LINE_CHARS else _is_error(line)
+
+
+def _is_error(line: str) -> bool:
     return bool(_ERROR_RE.search(_OPTION_SYNOPSIS_RE.sub("", readable(line))))
 
 
@@ -151,6 +159,10 @@ def is_constraint(line: str) -> bool:
 
 def score(line: str) -> int:
     """What a line carries: findings, identifiers, result words, errors, versions."""
+    return _line_score(line) if len(line) <= _CACHED_LINE_CHARS else _score(line)
+
+
+def _score(line: str) -> int:
     line = readable(line)
     value = 20 if has_finding(line) else 0
     value += 10 if any(not is_noise_class(i) for i in extract_identifiers(line, limit=3)) else 0
@@ -159,6 +171,15 @@ def score(line: str) -> int:
     value += 10 if _SERVICE_VERSION_RE.search(line) or _SETTING_RE.match(line) else 0  # what a host runs and is set to
     return value + (5 if _VERSION_RE.search(line) else 0)
 
+
+
+# The classifiers are asked of every line of every prompt, and a chain's lines come back in every later prompt
+# (PentAGI re-summarizes each turn, an earlier summary is merged into the next): short lines' answers are
+# remembered, as summarizer.identifiers remembers a line's scan; a long line (a dump) is read every time.
+_CACHED_LINE_CHARS = 1_000
+_line_score = functools.lru_cache(maxsize=8_192)(_score)
+_line_is_error = functools.lru_cache(maxsize=8_192)(_is_error)
+_line_is_strong = functools.lru_cache(maxsize=8_192)(_is_strong)
 
 _CRYPT_LABELS = {"1": "md5crypt hash", "2a": "bcrypt hash", "2b": "bcrypt hash", "2y": "bcrypt hash",
                  "5": "sha256crypt hash", "6": "sha512crypt hash", "y": "yescrypt hash"}

@@ -1,0 +1,70 @@
+"""The offline summarizer's shortcuts (issue 25, item 3: its work per turn) answer exactly as the long way.
+
+A block is looked for only where its opening tag occurs, a line's classifiers are remembered, and whitespace is
+squashed with str.split: each is an optimization only, so each must agree with the plain computation on any text.
+"""
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from summarizer.extractive import entries, facts
+
+# Texts made of the prompt's own pieces: block tags on lines of their own, inline mentions of them, words.
+_TAGS = [f"<{t}>" for t in ("previous_summary", "summary", "conversation", "messages", "tasks", "operator_focus",
+                            "latest_user_request")]
+_PIECES = st.sampled_from([*_TAGS, *(t.replace("<", "</") for t in _TAGS), "word", "a <summary> mention", " ",
+                           "10.0.0.5", '<task id="0">', "</task>", "<instructions>x</instructions>"])
+_PROMPTS = st.lists(st.tuples(_PIECES, st.sampled_from(["\n", " ", ""])), max_size=30).map(
+    lambda parts: "".join(piece + end for piece, end in parts))
+_LINES = st.lists(st.sampled_from([*"ab0:/.-_[] \t\u00a0\u2028", "error", "found", "password", "[--opt X]",
+                                   "OpenSSH 9.2p1", "10.0.0.5:445"]), max_size=40).map("".join)
+
+
+def _strip_every_block(text: str) -> str:
+    for pattern in entries._BLOCK_RES.values():
+        text = pattern.sub("", text)
+    return text
+
+
+def test_each_block_is_looked_for_by_the_tag_it_opens_with():
+    for key, pattern in entries._BLOCK_RES.items():
+        opener = entries._BLOCK_OPENERS[key]
+        assert pattern.pattern.startswith("^" + opener + "\\n"), key
+
+
+@given(_PROMPTS)
+def test_skipping_absent_blocks_strips_what_scanning_for_every_block_strips(prompt):
+    assert entries._strip_blocks(prompt) == _strip_every_block(prompt)
+    assert entries.outside_text(prompt) == _strip_every_block(entries._INSTRUCTIONS_RE.sub("", prompt))
+
+
+@given(_PROMPTS)
+def test_a_block_is_found_exactly_where_a_full_scan_finds_it(prompt):
+    for key, pattern in entries._BLOCK_RES.items():
+        assert [m.span() for m in entries._blocks(key, prompt)] == [m.span() for m in pattern.finditer(prompt)]
+        first = entries._first_block(key, prompt)
+        full = pattern.search(prompt)
+        assert (first.span() if first else None) == (full.span() if full else None)
+
+
+@given(st.text())
+def test_squashing_whitespace_equals_the_regex_it_replaced(line):
+    assert facts.squash(line) == re.sub(r"\s+", " ", line).strip()
+
+
+@given(_LINES)
+def test_remembered_line_answers_are_the_computed_ones(line):
+    for _ in range(2):  # the second call is answered from the cache
+        assert facts.score(line) == facts._score(line)
+        assert facts.is_error(line) == facts._is_error(line)
+        assert facts.is_strong(line) == facts._is_strong(line)
+
+
+def test_a_long_line_is_classified_without_being_remembered():
+    line = "error: " + "x " * facts._CACHED_LINE_CHARS
+    before = facts._line_score.cache_info().currsize
+    assert facts.score(line) == facts._score(line) and facts.is_error(line)
+    assert facts._line_score.cache_info().currsize == before
