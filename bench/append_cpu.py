@@ -32,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from machine_speed import machine_line  # noqa: E402
 from server_harness import PG_ADMIN_URL, Server, ServerError  # noqa: E402
 from server_load import parse_config, throughput  # noqa: E402
 
@@ -138,13 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=15.0)
     args = parser.parse_args(argv)
     print("CPU ms per appended message, while appending + afterwards (the queued summarizations); "
-          f"load average at start {os.getloadavg()[0]:.1f}\n")
+          f"at the start {machine_line()}\n")
     print("| database / channel layer | clients | messages | server | worker | postgres backends | redis "
           "| clients (this process) | server side ms/msg | summarization events | messages/s (wall, for reference) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for config in (c for c in args.configs.split(",") if c):
         print(_row(config, args.clients, measure(*parse_config(config), args.clients, args.seconds)), flush=True)
-    print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
+    print(f"\nload average at the end {os.getloadavg()[0]:.1f}; {machine_line()}")
     return 0
 
 

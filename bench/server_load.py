@@ -34,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from machine_speed import machine_line  # noqa: E402
 from server_harness import HOST, Server, ServerError, postgres_available, redis_available  # noqa: E402
 
 __all__ = ["agent_turn", "throughput", "latency", "main"]
@@ -202,9 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=MAX_REQUESTS_PER_CLIENT, help="at most this many per client")
     args = parser.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
+    machine_before = machine_line()  # figures compare across machines only beside their speed
     results = {_label(c): run_config(*parse_config(c), args) for c in configs}
     print(f"## Server load (127.0.0.1; appends of 4-message turns; at most {args.requests} requests or "
           f"{args.seconds:.0f} s per client)\n")
+    print(f"Before: {machine_before}  \nAfter: {machine_line()}\n")
     print("| database / channel layer | clients | requests | messages/s | stored = sent | request p50 ms "
           "| request p99 ms |")
     print("|---|---:|---:|---:|---:|---:|---:|")
