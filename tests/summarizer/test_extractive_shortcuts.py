@@ -63,8 +63,14 @@ def test_remembered_line_answers_are_the_computed_ones(line):
         assert facts.is_strong(line) == facts._is_strong(line)
 
 
-def test_a_long_line_is_classified_without_being_remembered():
-    line = "error: " + "x " * facts._CACHED_LINE_CHARS
-    before = facts._line_score.cache_info().currsize
-    assert facts.score(line) == facts._score(line) and facts.is_error(line)
-    assert facts._line_score.cache_info().currsize == before
+def test_a_long_line_is_classified_without_being_remembered(monkeypatch):
+    remembered: list[str] = []
+    for name in ("_line_score", "_line_is_error", "_line_is_strong"):
+        cached = getattr(facts, name)
+        monkeypatch.setattr(facts, name, lambda line, cached=cached: remembered.append(line) or cached(line))
+    long_line = "error: " + "x " * facts._CACHED_LINE_CHARS
+    assert facts.score(long_line) == facts._score(long_line) and facts.is_error(long_line)
+    assert facts.is_strong(long_line) == facts._is_strong(long_line)
+    assert remembered == []
+    assert facts.score("error: short") == facts._score("error: short")
+    assert remembered and set(remembered) == {"error: short"}  # a short line is remembered
