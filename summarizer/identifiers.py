@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["extract_identifiers", "missing_identifiers", "extract_findings", "has_finding", "Finding",
-           "is_case_insensitive_id", "extract_names"]
+           "is_case_insensitive_id", "extract_names", "CACHED_LINE_CHARS"]
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
@@ -83,7 +83,7 @@ def extract_identifiers(text: str, *, limit: int | None = None) -> list[str]:
     """
     seen: dict[str, str] = {}
     for line in (text or "").split("\n"):  # no identifier spans a line break, so lines are scanned alone
-        for key, value in _line_identifiers(line) if len(line) <= _CACHED_LINE_CHARS else _scan_keyed(line):
+        for key, value in _line_identifiers(line) if len(line) <= CACHED_LINE_CHARS else _scan_keyed(line):
             if key not in seen:
                 seen[key] = value
                 if limit is not None and len(seen) >= limit:
@@ -105,7 +105,7 @@ def _scan_keyed(line: str) -> tuple[tuple[str, str], ...]:
 # is merged into the next), so the scan of a line is remembered with each identifier's key (the key check was
 # a quarter of the scan's calls); long lines (dumps) are scanned every time.
 _line_identifiers = functools.lru_cache(maxsize=8_192)(_scan_keyed)
-_CACHED_LINE_CHARS = 1_000
+CACHED_LINE_CHARS = 1_000  # longer lines are scanned every time (summarizer.extractive.facts too)
 
 
 def missing_identifiers(identifiers: list[str], text: str) -> list[str]:
@@ -214,7 +214,7 @@ def extract_findings(text: str) -> list[Finding]:
     found: dict[tuple[str, str], Finding] = {}
     ordered: list[tuple[int, tuple[str, str]]] = []
     for line_start, line in _lines_with_offsets(text or ""):
-        scanned = _line_findings(line) if len(line) <= _CACHED_LINE_CHARS else _scan_long_line(line)
+        scanned = _line_findings(line) if len(line) <= CACHED_LINE_CHARS else _scan_long_line(line)
         for start, finding in scanned:
             key = (finding.kind, finding.value)
             if key not in found:
@@ -227,7 +227,7 @@ def extract_findings(text: str) -> list[Finding]:
 def has_finding(line: str) -> bool:
     """True when one line (no line break) holds a finding: extract_findings' remembered scan, without its
     ordering work, for the classifiers that ask it of every line."""
-    return bool(_line_findings(line) if len(line) <= _CACHED_LINE_CHARS else _scan_long_line(line))
+    return bool(_line_findings(line) if len(line) <= CACHED_LINE_CHARS else _scan_long_line(line))
 
 
 def _scan_findings(line: str) -> tuple[tuple[int, Finding], ...]:

@@ -10,7 +10,14 @@ import functools
 import re
 from collections.abc import Iterable
 
-from summarizer.identifiers import Finding, extract_findings, extract_identifiers, has_finding, is_case_insensitive_id
+from summarizer.identifiers import (
+    CACHED_LINE_CHARS,
+    Finding,
+    extract_findings,
+    extract_identifiers,
+    has_finding,
+    is_case_insensitive_id,
+)
 
 __all__ = ["score", "is_strong", "reports_success", "is_error", "is_negative", "is_plan", "is_decision",
            "is_constraint", "finding_label", "typed_findings", "stated_values", "STATED_VALUES_MAX", "SETTING_LABEL",
@@ -117,7 +124,7 @@ def readable(line: str) -> str:
 
 
 def is_strong(line: str) -> bool:
-    return _line_is_strong(line) if len(line) <= _CACHED_LINE_CHARS else _is_strong(line)
+    return _line_is_strong(line) if len(line) <= CACHED_LINE_CHARS else _is_strong(line)
 
 
 def _is_strong(line: str) -> bool:
@@ -132,7 +139,7 @@ def reports_success(line: str) -> bool:
 
 def is_error(line: str) -> bool:
     """An error line; option names in a usage synopsis ("[--timeout TIMEOUT]") are not errors."""
-    return _line_is_error(line) if len(line) <= _CACHED_LINE_CHARS else _is_error(line)
+    return _line_is_error(line) if len(line) <= CACHED_LINE_CHARS else _is_error(line)
 
 
 def _is_error(line: str) -> bool:
@@ -159,7 +166,7 @@ def is_constraint(line: str) -> bool:
 
 def score(line: str) -> int:
     """What a line carries: findings, identifiers, result words, errors, versions."""
-    return _line_score(line) if len(line) <= _CACHED_LINE_CHARS else _score(line)
+    return _line_score(line) if len(line) <= CACHED_LINE_CHARS else _score(line)
 
 
 def _score(line: str) -> int:
@@ -175,8 +182,8 @@ def _score(line: str) -> int:
 
 # The classifiers are asked of every line of every prompt, and a chain's lines come back in every later prompt
 # (PentAGI re-summarizes each turn, an earlier summary is merged into the next): short lines' answers are
-# remembered, as summarizer.identifiers remembers a line's scan; a long line (a dump) is read every time.
-_CACHED_LINE_CHARS = 1_000
+# remembered, as summarizer.identifiers remembers a line's scan, up to the same CACHED_LINE_CHARS; a long line
+# (a dump) is read every time.
 _line_score = functools.lru_cache(maxsize=8_192)(_score)
 _line_is_error = functools.lru_cache(maxsize=8_192)(_is_error)
 _line_is_strong = functools.lru_cache(maxsize=8_192)(_is_strong)

@@ -68,7 +68,7 @@ def test_a_long_line_is_classified_without_being_remembered(monkeypatch):
     for name in ("_line_score", "_line_is_error", "_line_is_strong"):
         cached = getattr(facts, name)
         monkeypatch.setattr(facts, name, lambda line, cached=cached: remembered.append(line) or cached(line))
-    long_line = "error: " + "x " * facts._CACHED_LINE_CHARS
+    long_line = "error: " + "x " * facts.CACHED_LINE_CHARS
     assert facts.score(long_line) == facts._score(long_line) and facts.is_error(long_line)
     assert facts.is_strong(long_line) == facts._is_strong(long_line)
     assert remembered == []
