@@ -33,6 +33,7 @@ from flows.ingest import (
     batch_validate,
     chain_append_locked,
     flow_create,
+    locked_chain,
 )
 from flows.models import AGENT_TYPES, Agent, Chain, Flow, GatewayCall, Message, Outcome, SummaryEvent, Trigger
 from flows.pipeline import active_bytes
@@ -65,7 +66,7 @@ def _append_all(chain: Chain, messages: list[Msg], known: list[Msg] | None, **ch
 
 def _locked(chain_id: int) -> Chain:
     """The chain under its row lock, with agent and flow (only the chain's row is locked on PostgreSQL)."""
-    return Chain.objects.select_for_update(of=("self",)).select_related("agent__flow").get(pk=chain_id)
+    return locked_chain(chain_id)
 
 
 class ChainNotFound(LookupError):

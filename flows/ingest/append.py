@@ -26,9 +26,10 @@ from flows.core import (
     plain_text_problem,
 )
 from flows.engine import MessageError, detect_id_template, message_size, message_tokens, validate_messages
+from flows.ingest.chain_lock import locked_chain
 from flows.ingest.errors import AppendError, AppendResult
 from flows.ingest.pairing import check_pairing, tail_for, tail_in
-from flows.ingest.rows_insert import rows_insert
+from flows.ingest.rows_insert import HeadUpdate, rows_insert
 from flows.models import MESSAGE_COLUMNS, Chain, Flow, Message, Outcome, SummaryEvent, Trigger
 
 __all__ = ["MAX_BATCH_MESSAGES", "MAX_IMPORT_MESSAGES", "MAX_MESSAGE_BYTES", "chain_append", "chain_append_locked",
@@ -136,10 +137,8 @@ def chain_append(*, chain: Chain | int, messages: Any, visible_to: Any = None) -
     chain id. With `visible_to` (a user), a chain that user may not see is `Chain.DoesNotExist`, read in the
     same locking query, so an API append is one query fewer than a visibility check before the lock."""
     batch = validate_batch(messages)
-    # Both load the agent and flow with the chain (visible_to selects them itself: no second select_related).
-    chains = Chain.objects.select_related("agent__flow") if visible_to is None else Chain.objects.visible_to(visible_to)
     with transaction.atomic():
-        locked = chains.select_for_update(of=("self",)).get(pk=chain if isinstance(chain, int) else chain.pk)
+        locked = locked_chain(chain if isinstance(chain, int) else chain.pk, visible_to)
         if not locked.is_active:
             active = Chain.objects.filter(agent_id=locked.agent_id, is_active=True).values_list("pk", flat=True)
             raise AppendError("chain_archived", "this chain segment is archived; append to the active chain",
@@ -167,7 +166,7 @@ def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: lis
     # a batch whose first tool result follows an assistant message of its own reads no tail (`tail_needed`).
     names = dict(tail.calls)
     done = check_pairing(tail, batch)
-    rows = rows_insert(build_rows(chain, batch, names, chain.agent.flow.model_name))
+    rows = build_rows(chain, batch, names, chain.agent.flow.model_name)
     chain.last_seq += len(rows)
     chain.tool_call_id_template = id_template(chain, batch)
     chain.raw_tokens = tokens_after(chain.raw_tokens, rows)
@@ -175,8 +174,9 @@ def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: lis
     said, queue = summary_decision(chain, turn_done=done and queue_summary, now=now)
     if queue:
         chain_fields["summary_queued_at"] = now
-    Chain.objects.filter(pk=chain.pk).update(last_seq=chain.last_seq, tool_call_id_template=chain.tool_call_id_template,
-                                             raw_tokens=chain.raw_tokens, updated_at=now, **chain_fields)
+    rows_insert(rows, head=HeadUpdate(Chain, chain.pk, {
+        "last_seq": chain.last_seq, "tool_call_id_template": chain.tool_call_id_template,
+        "raw_tokens": chain.raw_tokens, "updated_at": now, **chain_fields}))
     _touch(chain.agent.flow)
     chain_id = chain.pk
     result = AppendResult(appended=len(rows), last_seq=chain.last_seq, rows=rows, turn_completed=done,

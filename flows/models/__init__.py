@@ -19,6 +19,7 @@ from flows.models.chains import (
     SummaryEvent,
     Trigger,
     ViewSection,
+    sees_every_flow,
 )
 from flows.models.gateway import AgentLoop, CallStatus, GatewayCall, GatewayMode, GatewayResponse
 from flows.models.providers import (
@@ -38,5 +39,5 @@ __all__ = [
     "MemoryNote", "Message", "Outcome", "Profile", "ViewSection", "SummaryEvent", "Trigger", "ApiToken", "LLMCall",
     "ModelWindow", "ProviderConfig", "ProviderKind", "hash_token", "IdentifierPolicy", "PruningMode",
     "SettingsChange", "SummarizerSettings", "AgentLoop", "CallStatus", "GatewayCall",
-    "GatewayMode", "GatewayResponse", "TokenRatio",
+    "GatewayMode", "GatewayResponse", "TokenRatio", "sees_every_flow",
 ]

@@ -39,10 +39,16 @@ class Profile(models.TextChoices):
     ASSISTANT = "assistant"
 
 
+def sees_every_flow(user: Any) -> bool:
+    """Staff see every flow, others their own. The visibility rule's one question about the reader besides its id
+    (the append's compiled lock read is kept per answer: flows/ingest/chain_lock.py)."""
+    return bool(user.is_staff)
+
+
 class FlowQuerySet(models.QuerySet):
     def visible_to(self, user: Any) -> FlowQuerySet:
         """Who may see a flow, the one rule every reader applies: staff see every flow, others their own."""
-        return self if user.is_staff else self.filter(owner=user)
+        return self if sees_every_flow(user) else self.filter(owner=user)
 
 
 class Flow(models.Model):
@@ -90,7 +96,7 @@ class ChainQuerySet(models.QuerySet):
     def visible_to(self, user: Any) -> ChainQuerySet:
         """Chains of the flows `user` may see (FlowQuerySet.visible_to), with their agent and flow loaded."""
         chains = self.select_related("agent__flow")
-        return chains if user.is_staff else chains.filter(agent__flow__owner=user)
+        return chains if sees_every_flow(user) else chains.filter(agent__flow__owner=user)
 
 
 class Chain(models.Model):

@@ -6,15 +6,17 @@ Run on SQLite and (scripts/test) on PostgreSQL, where JSON goes through a differ
 """
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.ingest.rows_insert import ROWS_PER_STATEMENT, rows_insert
+from flows.ingest.rows_insert import ROWS_PER_STATEMENT, HeadUpdate, rows_insert
 from flows.models import Chain, Message
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +77,51 @@ def test_a_batch_beyond_one_statement_is_stored_whole(make_chain):
     assert [row.seq for row in rows] == list(range(1, len(batch) + 1))
     assert [m["content"] for m in _stored(chain)] == [m["content"] for m in batch]
     assert all(row.pk is not None for row in rows)
+
+
+HEAD_COLUMNS = ("last_seq", "tool_call_id_template", "raw_tokens", "summary_queued_at", "head_hash", "head_seq",
+                "compactions")
+heads = st.fixed_dictionaries({
+    "last_seq": st.integers(0, 2**31 - 1), "tool_call_id_template": text.map(lambda t: t[:100]),
+    "raw_tokens": st.none() | st.integers(0, 2**31 - 1), "head_hash": st.text("0123456789abcdef", max_size=64),
+    "head_seq": st.integers(0, 2**31 - 1),
+}, optional={"summary_queued_at": st.none() | st.datetimes(datetime(1970, 1, 1), datetime(2100, 1, 1),
+                                                           timezones=st.just(UTC))})
+
+
+def _head(chain: Chain) -> dict[str, Any]:
+    return Chain.objects.filter(pk=chain.pk).values(*HEAD_COLUMNS).get()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(fields, min_size=1, max_size=3), values=heads)
+def test_the_head_written_with_the_rows_is_what_the_orm_update_writes(make_chain, batch, values):
+    ours, theirs = make_chain(), make_chain()
+    rows_insert(_rows(ours, batch, 1), head=HeadUpdate(Chain, ours.pk, values))
+    rows_insert(_rows(theirs, batch, 1))
+    Chain.objects.filter(pk=theirs.pk).update(**values)
+    assert _head(ours) == _head(theirs)
+    assert _stored(ours) == _stored(theirs)
+
+
+def test_on_postgresql_the_head_rides_in_the_insert_elsewhere_it_follows(make_chain):
+    chain = make_chain()
+    with CaptureQueriesContext(connection) as captured:
+        rows_insert(_rows(chain, [{"role": "user", "content": "go"}], 1), head=HeadUpdate(Chain, chain.pk, {
+            "last_seq": 1, "raw_tokens": 5}))
+    sent = [q["sql"].split()[0] for q in captured.captured_queries
+            if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
+    assert sent == (["WITH"] if connection.vendor == "postgresql" else ["INSERT", "UPDATE"])
+    assert (_head(chain)["last_seq"], _head(chain)["raw_tokens"]) == (1, 5)
+
+
+def test_an_expression_or_a_relation_in_the_head_is_updated_after_the_insert(make_chain):
+    chain, parent = make_chain(), make_chain()
+    with CaptureQueriesContext(connection) as captured:
+        rows_insert(_rows(chain, [{"role": "user", "content": "go"}], 1), head=HeadUpdate(Chain, chain.pk, {
+            "last_seq": 1, "compactions": F("compactions") + 2, "parent": parent}))
+    assert [q["sql"].split()[0] for q in captured.captured_queries
+            if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))] == ["INSERT", "UPDATE"]
+    assert (_head(chain)["last_seq"], _head(chain)["compactions"]) == (1, 2)
+    assert Chain.objects.get(pk=chain.pk).parent_id == parent.pk
+    assert [m["content"] for m in _stored(chain)] == ["go"]
