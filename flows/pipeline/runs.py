@@ -47,7 +47,8 @@ from flows.pipeline.request_budget import RequestNeeds
 __all__ = [
     "MAX_SAVE_ATTEMPTS", "COMPACTION_TRIGGERS", "ChainState", "RunStep", "open_round_start", "load_state",
     "view_current", "window_for", "window_info", "serving_route", "elapsed_ms", "event_start", "event_claim",
-    "event_finish", "event_fail", "view_save", "view_create", "hook_after_payload", "on_view_saved",
+    "event_finish", "event_fail", "step_outcome", "view_save", "view_create", "view_measures", "ViewMeasures",
+    "hook_after_payload", "on_view_saved",
 ]
 
 MAX_SAVE_ATTEMPTS = 3
@@ -238,20 +239,31 @@ def _retention(step: RunStep) -> dict[str, Any] | None:
     return retention_of(replaced, step.after).as_dict() if replaced else None
 
 
+def step_outcome(step: RunStep) -> dict[str, Any]:
+    """The event fields a step's result decides (sizes, covered ranges, summary text, what the new view kept):
+    pure, so `view_save` works them out before it takes the chain's row lock."""
+    ok = step.outcome == Outcome.OK
+    mask = records.fresh_mask(step.after, step.before) if step.after else []
+    bytes_before = records.view_bytes(step.before) if step.before else 0
+    return {
+        "outcome": step.outcome, "reason": step.full_reason[:2000], "bytes_before": bytes_before,
+        "bytes_after": records.view_bytes(step.after) if step.after else bytes_before,
+        "tokens_before": step.tokens_before, "tokens_after": step.tokens_after or step.tokens_before,
+        "calls": step.calls, "duration_ms": step.duration_ms,
+        "covered": records.covered_ranges(step.lineage, mask) if ok else [],
+        "summary_text": records.summary_text(step.after, mask) if ok else "",
+        "retention": _retention(step) if ok else None,
+    }
+
+
 def event_finish(step: RunStep, *, chain: Chain, snapshot: dict[str, Any], raw_seq_to: int,
-                 view: ChainView | None) -> SummaryEvent:
-    """Fill in the event of a step (creating it when the step had none)."""
+                 view: ChainView | None, outcome: dict[str, Any] | None = None) -> SummaryEvent:
+    """Fill in the event of a step (creating it when the step had none); `outcome`: its `step_outcome`, when
+    the caller worked it out already."""
     event = step.event or SummaryEvent(chain=chain, trigger=step.trigger, settings_snapshot=snapshot,
                                        model=chain.agent.flow.model_name)
-    mask = records.fresh_mask(step.after, step.before) if step.after else []
-    event.outcome, event.reason = step.outcome, step.full_reason[:2000]
-    event.bytes_before = records.view_bytes(step.before) if step.before else 0
-    event.bytes_after = records.view_bytes(step.after) if step.after else event.bytes_before
-    event.tokens_before, event.tokens_after = step.tokens_before, step.tokens_after or step.tokens_before
-    event.calls, event.duration_ms = step.calls, step.duration_ms
-    event.covered = records.covered_ranges(step.lineage, mask) if step.outcome == Outcome.OK else []
-    event.summary_text = records.summary_text(step.after, mask) if step.outcome == Outcome.OK else ""
-    event.retention = _retention(step) if step.outcome == Outcome.OK else None
+    for name, value in (outcome if outcome is not None else step_outcome(step)).items():
+        setattr(event, name, value)
     event.raw_seq_to, event.view, event.finished_at = raw_seq_to, view, timezone.now()
     event.save()
     return event
@@ -275,8 +287,12 @@ def event_fail(event: SummaryEvent, reason: str) -> SummaryEvent:
 
 def view_save(state: ChainState, *, messages: list[Message_], lineage: list[list[int]], steps: list[RunStep],
               snapshot: dict[str, Any], notify: bool, write_view: bool = True) -> list[SummaryEvent] | None:
-    """One transaction: new view version + sections + the steps' events. None when the base went stale."""
+    """One transaction: new view version + sections + the steps' events. None when the base went stale.
+    What the rows record about the view and the steps is worked out first: the chain's row lock, which every
+    append to the chain waits for, is held for the writes only."""
     model = state.model or None
+    measures = view_measures(messages, lineage, model=model) if write_view else None
+    outcomes = [step_outcome(s) for s in steps]
     with transaction.atomic():
         chain = Chain.objects.select_for_update().get(pk=state.chain.pk)
         if chain.view_version != state.base_version:
@@ -284,14 +300,14 @@ def view_save(state: ChainState, *, messages: list[Message_], lineage: list[list
         view = None
         if write_view:
             view = view_create(chain, messages, lineage, raw_seq_to=state.raw_seq_to, snapshot=snapshot,
-                               model=model)
+                               model=model, measures=measures)
         compacted = sum(1 for s in steps if s.trigger in COMPACTION_TRIGGERS and s.outcome == Outcome.OK)
         if write_view or compacted:
             Chain.objects.filter(pk=chain.pk).update(
                 view_version=view.version if view else chain.view_version,
                 compactions=F("compactions") + compacted, updated_at=timezone.now())
-        events = [event_finish(s, chain=chain, snapshot=snapshot, raw_seq_to=state.raw_seq_to, view=view)
-                  for s in steps]
+        events = [event_finish(s, chain=chain, snapshot=snapshot, raw_seq_to=state.raw_seq_to, view=view, outcome=o)
+                  for s, o in zip(steps, outcomes, strict=True)]
         _close_interrupted(chain, keep={e.pk for e in events})
         _count_idle(chain, events)
         count = chain.compactions + compacted
@@ -301,17 +317,30 @@ def view_save(state: ChainState, *, messages: list[Message_], lineage: list[list
     return events
 
 
+@dataclass(frozen=True)
+class ViewMeasures:
+    """What a new view's rows record about its messages: sizes and sections (`view_measures`)."""
+    byte_size: int
+    token_count: int
+    sections: list[dict[str, Any]]
+
+
+def view_measures(messages: list[Message_], lineage: list[list[int]], *, model: str | None) -> ViewMeasures:
+    return ViewMeasures(byte_size=records.view_bytes(messages), token_count=records.view_tokens(messages, model=model),
+                        sections=records.section_records(messages, lineage))
+
+
 def view_create(chain: Chain, messages: list[Message_], lineage: list[list[int]], *, raw_seq_to: int,
-                snapshot: dict[str, Any], model: str | None) -> ChainView:
+                snapshot: dict[str, Any], model: str | None, measures: ViewMeasures | None = None) -> ChainView:
+    measured = measures if measures is not None else view_measures(messages, lineage, model=model)
     view = ChainView.objects.create(
         chain=chain, version=chain.view_version + 1, messages=messages, lineage=lineage,
         raw_seq_from=min((s for lin in lineage for s in lin), default=0), raw_seq_to=raw_seq_to,
-        byte_size=records.view_bytes(messages), token_count=records.view_tokens(messages, model=model),
-        settings_snapshot=snapshot)
+        byte_size=measured.byte_size, token_count=measured.token_count, settings_snapshot=snapshot)
     ViewSection.objects.bulk_create([
         ViewSection(view=view, index=rec["index"], header=rec["header"], pairs=rec["pairs"],
                     byte_size=rec["byte_size"])
-        for rec in records.section_records(messages, lineage)])
+        for rec in measured.sections])
     return view
 
 

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import pytest
+from django.db.models import QuerySet
 
 from flows.ingest import chain_append
-from flows.models import ChainView, Message, ModelWindow, Outcome, SummaryEvent, ViewSection
-from flows.pipeline import chain_compact, chain_fit, chain_preview, chain_summarize, load_state, view_current
+from flows.models import Chain, ChainView, Message, ModelWindow, Outcome, SummaryEvent, ViewSection
+from flows.pipeline import chain_compact, chain_fit, chain_preview, chain_summarize, load_state, runs, view_current
+from flows.pipeline import view_records as records
 from flows.pipeline.runs import view_save
 from tests.flows.pipeline_support import PipelineSummarizer, grow, small_budgets, turn, use_summarizer
 
@@ -368,3 +370,31 @@ def test_the_open_round_starts_at_an_assistant_whose_calls_are_not_all_answered(
         return Message(role=kind, tool_call_id=ids)
 
     assert open_round_start([row(spec) for spec in roles]) == expected
+
+
+def test_the_save_measures_the_view_and_its_events_before_it_locks_the_chain(make_chain, monkeypatch):
+    """Every append to the chain waits for the save's row lock: the sizes, sections and retention the rows
+    record are worked out before the lock is taken, and the rows carry them."""
+    order: list[str] = []
+    lock, measure, outcome = QuerySet.select_for_update, runs.view_measures, runs.step_outcome
+
+    def locking(self, *args, **kwargs):
+        if self.model is Chain:
+            order.append("lock")
+        return lock(self, *args, **kwargs)
+
+    monkeypatch.setattr(QuerySet, "select_for_update", locking)
+    monkeypatch.setattr(runs, "view_measures", lambda *a, **k: order.append("measure") or measure(*a, **k))
+    monkeypatch.setattr(runs, "step_outcome", lambda step: order.append("outcome") or outcome(step))
+    use_summarizer(PipelineSummarizer())
+    chain = make_chain()
+    small_budgets(chain)
+    grow(chain, range(6))
+    event = chain_summarize(chain_id=chain.pk)
+    save = order[order.index("measure"):]  # the run's claim locked the chain earlier
+    assert save[-1] == "lock" and "lock" not in save[:-1] and "outcome" in save
+    view = view_current(chain=chain)
+    assert event.outcome == Outcome.OK and event.retention and event.summary_text
+    assert (view.byte_size, view.token_count) == (records.view_bytes(view.messages),
+                                                  records.view_tokens(view.messages, model=None))
+    assert ViewSection.objects.filter(view=view).count() == len(records.section_records(view.messages, view.lineage))
