@@ -174,7 +174,7 @@ def chain_append_locked(*, chain: Chain, batch: list[dict[str, Any]], prior: lis
     said, queue = summary_decision(chain, turn_done=done and queue_summary, now=now)
     if queue:
         chain_fields["summary_queued_at"] = now
-    rows_insert(rows, head=HeadUpdate(Chain, chain.pk, {
+    rows = rows_insert(rows, head=HeadUpdate(Chain, chain.pk, {
         "last_seq": chain.last_seq, "tool_call_id_template": chain.tool_call_id_template,
         "raw_tokens": chain.raw_tokens, "updated_at": now, **chain_fields}))
     _touch(chain.agent.flow)
