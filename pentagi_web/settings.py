@@ -114,6 +114,12 @@ def database_config(url: str | None) -> dict:
         # run id through the environment; one file per test run so concurrent runs never share a database.
         run_id = os.environ.setdefault("PENTAGI_TEST_RUN_ID", str(os.getpid()))
         config["TEST"] = {"NAME": str(VAR_DIR / f"test_db_{run_id}.sqlite3")}
+    elif config["ENGINE"].endswith("postgresql"):
+        # The few statements an agent's append runs every time are prepared once per kept connection
+        # (flows/core/bound_cursor.py); Django prepares nothing else. 0 turns it off (a pooler in transaction
+        # mode that does not keep prepared statements).
+        threshold = int(env_number("POSTGRES_PREPARE_THRESHOLD", 5, minimum=0, whole=True))
+        config.setdefault("OPTIONS", {})["prepare_threshold"] = threshold or None
     return config
 
 

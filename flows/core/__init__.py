@@ -3,8 +3,10 @@
 `events` (the live-event contract and `broadcast`), `queue` (background work queued by Celery task name after
 commit), `relay` (the client side of the cross-process relay on the embedded default), `settings_spec` (every
 setting declared once), `text_input` (text the database can hold), `params` (ids out of query parameters),
-`db_threads` (an async view's ORM work in threads that keep their database connection).
+`db_threads` (an async view's ORM work in threads that keep their database connection), `bound_cursor` (the
+append's statements bound and prepared on PostgreSQL's server).
 """
+from flows.core.bound_cursor import server_bound_cursor
 from flows.core.db_threads import API_POOL, DbThreadPool, db_run, pooled_db_threads
 from flows.core.events import (
     EVENT_TYPES,
@@ -80,5 +82,5 @@ __all__ = [
     "instructions_problem", "json_body", "layer_message", "local_url", "lone_surrogate_path", "model_help",
     "parse_id", "plain_text_problem", "pooled_db_threads",
     "publishing_in_background", "relay_connect", "relay_current", "relay_install", "server_publish", "server_secret",
-    "server_unpublish", "storable_json", "storable_text",
+    "server_bound_cursor", "server_unpublish", "storable_json", "storable_text",
 ]

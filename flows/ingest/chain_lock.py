@@ -20,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections, router
 from django.db.models import Model
 
+from flows.core import server_bound_cursor
 from flows.models import Agent, Chain, Flow, sees_every_flow
 
 __all__ = ["locked_chain"]
@@ -112,7 +113,7 @@ def locked_chain(chain_id: int, reader: Any = None) -> Chain:
     if compiled is None:
         return _queryset(reader).get(pk=chain_id)
     connection = connections[using]
-    with connection.cursor() as cursor:
+    with server_bound_cursor(connection) as cursor:
         cursor.execute(compiled.sql, _params(compiled, chain_id, reader))
         found = cursor.fetchone()
     if found is None:

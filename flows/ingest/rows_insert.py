@@ -24,6 +24,7 @@ from typing import Any
 from django.db import connections, router
 from django.db.models import Field, Model
 
+from flows.core import server_bound_cursor
 from flows.models import Message
 
 __all__ = ["ROWS_PER_STATEMENT", "HeadUpdate", "rows_insert"]
@@ -118,7 +119,7 @@ def rows_insert(rows: list[Message], head: HeadUpdate | None = None) -> list[Mes
         params = _head_params(connection, riding)
     for row in rows:
         params.extend(f.get_db_prep_save(f.pre_save(row, True), connection) for f in _columns())
-    with connection.cursor() as cursor:
+    with server_bound_cursor(connection) as cursor:
         cursor.execute(statement, params)
         ids = [pk for (pk,) in cursor.fetchall()]
     if head is not None and riding is None:
