@@ -218,7 +218,7 @@ if REDIS_URL:
     except RedisUrlError as exc:
         raise ImproperlyConfigured(str(exc)) from None
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+        "default": {"BACKEND": "flows.core.redis_layer.RedisLayer",  # channels_redis, group sends in fewer trips
                     "CONFIG": {"hosts": [{"address": _redis.channels,
                                           "socket_timeout": CHANNELS_SOCKET_TIMEOUT_SECONDS}],
                                "prefix": REDIS_KEY_PREFIX + "asgi", "capacity": CHANNEL_CAPACITY}}

@@ -4,7 +4,8 @@
 commit), `relay` (the client side of the cross-process relay on the embedded default), `settings_spec` (every
 setting declared once), `text_input` (text the database can hold), `params` (ids out of query parameters),
 `db_threads` (an async view's ORM work in threads that keep their database connection), `bound_cursor` (the
-append's statements bound and prepared on PostgreSQL's server).
+append's statements bound and prepared on PostgreSQL's server), `redis_layer` (the Redis channel layer, with group
+sends in fewer round trips).
 """
 from flows.core.bound_cursor import server_bound_cursor
 from flows.core.db_threads import API_POOL, DbThreadPool, db_run, pooled_db_threads
