@@ -9,7 +9,10 @@ fresh database), and each append is counted:
   - thread hops (asgiref `sync_to_async` calls: the page middleware's, the request signals', the view's),
   - Python function calls on every thread (a profile hook on all threads; the summarization the turn queues
     is not run: there is no worker in this process, only its publish to the in-memory broker is counted),
-  - per-append live work: events broadcast and summarization tasks published.
+  - per-append live work: events broadcast and summarization tasks published,
+  - with --postgres, PostgreSQL's CPU per append: user + system time of the throwaway database's backends
+    (/proc, the server on this machine), which the profile hook does not slow; a time, not a count, but one that
+    moves little with the machine's load.
 The first appends warm caches (the token check, the URL resolver); the figures are the mean over the rest.
 
 Usage: .venv/bin/python bench/append_counts.py [--appends 30] [--postgres]
@@ -29,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from append_cpu import cpu_seconds  # noqa: E402
 from django_env import bench_database  # noqa: E402
 from server_load import agent_turn  # noqa: E402
 
@@ -131,8 +135,11 @@ async def measure(appends: int) -> dict[str, float]:
     path = f"/api/chains/{agent['chain_id']}/messages"
     threading.setprofile(counts.profile)
     sys.setprofile(counts.profile)
+    database_cpu: dict[int, float] = {}
     try:
         for n in range(WARM_UP + appends):
+            if n == WARM_UP:
+                database_cpu = await asyncio.to_thread(_database_cpu)
             counts.on = n >= WARM_UP
             status, answer = await _request(application, token, "POST", path, {"messages": agent_turn(n, first=n == 0)})
             if status != 201:
@@ -141,7 +148,22 @@ async def measure(appends: int) -> dict[str, float]:
         counts.on = False
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
+    after = await asyncio.to_thread(_database_cpu)
+    if after:
+        counts.tally["database cpu ms"] = 1000 * sum(spent - database_cpu.get(pid, 0.0) for pid, spent in after.items())
     return {key: value / appends for key, value in counts.tally.items()}
+
+
+def _database_cpu() -> dict[int, float]:
+    """CPU seconds so far of each PostgreSQL backend connected to this database (the API threads' kept
+    connections among them); {} on SQLite."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        return {pid: cpu_seconds(pid) for (pid,) in cursor.fetchall()}
 
 
 def main() -> None:
@@ -152,11 +174,13 @@ def main() -> None:
     os.environ["LOG_LEVEL"] = "WARNING"
     with bench_database("append-counts-", postgres=args.postgres) as vendor:
         figures = asyncio.run(measure(args.appends))
-    print("| database | statements | connections opened | thread hops | Python calls | broadcasts | tasks published |\n"
-          f"|---|---:|---:|---:|---:|---:|---:|\n| {vendor} "
+    database_cpu = f"{figures['database cpu ms']:.2f}" if "database cpu ms" in figures else "-"
+    print("| database | statements | connections opened | thread hops | Python calls | broadcasts | tasks published "
+          "| PostgreSQL CPU ms |\n"
+          f"|---|---:|---:|---:|---:|---:|---:|---:|\n| {vendor} "
           f"| {figures.get('statements', 0):.1f} | {figures.get('connections', 0):.2f} | {figures.get('hops', 0):.1f} "
           f"| {figures.get('calls', 0):,.0f} "
-          f"| {figures.get('broadcasts', 0):.1f} | {figures.get('tasks published', 0):.1f} |")
+          f"| {figures.get('broadcasts', 0):.1f} | {figures.get('tasks published', 0):.1f} | {database_cpu} |")
 
 
 if __name__ == "__main__":
