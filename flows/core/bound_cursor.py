@@ -5,9 +5,10 @@ execution is a new literal statement that PostgreSQL parses and plans again, and
 statement in Python (uncached once it has more than 50 parameters: four message rows have 48, plus the chain's
 head). An agent appends turns over and over with the same two statements (the chain's locking read, the rows'
 INSERT), so those go through a server-binding cursor: psycopg sends the parameters separately and, once a
-connection has run a statement `prepare_threshold` times (psycopg's default 5; `OPTIONS: {"prepare_threshold":
-None}` turns it off, e.g. behind a PgBouncer that does not keep prepared statements), as a prepared statement
-that PostgreSQL neither parses nor plans again. The pooled API threads keep their connections
+connection has run a statement `prepare_threshold` times, as a prepared statement that PostgreSQL neither parses
+nor plans again. Django connects with no threshold (nothing prepared); the settings set it from
+POSTGRES_PREPARE_THRESHOLD (default 5; 0: never, e.g. behind a PgBouncer that does not keep prepared statements).
+The client-binding cursors everywhere else never prepare. The pooled API threads keep their connections
 (flows.core.db_threads), so the preparing pays for itself.
 
 The cursor is made by Django's own `connection.cursor()` with the backend's server-binding cursor class, so
