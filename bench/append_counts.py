@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from append_cpu import cpu_seconds  # noqa: E402
+from append_cpu import _backends, cpu_seconds  # noqa: E402
 from django_env import bench_database  # noqa: E402
 from server_load import agent_turn  # noqa: E402
 
@@ -161,9 +161,7 @@ def _database_cpu() -> dict[int, float]:
 
     if connection.vendor != "postgresql":
         return {}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
-        return {pid: cpu_seconds(pid) for (pid,) in cursor.fetchall()}
+    return {pid: cpu_seconds(pid) for pid in _backends(connection.settings_dict["NAME"])}
 
 
 def main() -> None:
