@@ -7,7 +7,7 @@ setting declared once), `text_input` (text the database can hold), `params` (ids
 append's statements bound and prepared on PostgreSQL's server), `redis_layer` (the Redis channel layer, with group
 sends in fewer round trips).
 """
-from flows.core.bound_cursor import server_bound_cursor
+from flows.core.bound_cursor import numbered, server_bound_cursor
 from flows.core.db_threads import API_POOL, DbThreadPool, db_run, pooled_db_threads
 from flows.core.events import (
     EVENT_TYPES,
@@ -80,7 +80,7 @@ __all__ = [
     "bind_event_loop", "broadcast", "broadcasts_batched", "BroadcastBatch", "db_run", "DbThreadPool", "API_POOL",
     "enqueue",
     "enqueue_on_commit", "env_fallback", "group_name", "group_notify",
-    "instructions_problem", "json_body", "layer_message", "local_url", "lone_surrogate_path", "model_help",
+    "instructions_problem", "json_body", "layer_message", "local_url", "lone_surrogate_path", "model_help", "numbered",
     "parse_id", "plain_text_problem", "pooled_db_threads",
     "publishing_in_background", "relay_connect", "relay_current", "relay_install", "server_publish", "server_secret",
     "server_bound_cursor", "server_unpublish", "storable_json", "storable_text",

@@ -11,8 +11,10 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from hypothesis import given
+from hypothesis import strategies as st
 
-from flows.core import server_bound_cursor
+from flows.core import numbered, server_bound_cursor
 from flows.ingest import chain_append
 from pentagi_web.settings import database_config
 
@@ -43,10 +45,37 @@ def test_the_cursor_answers_and_passes_through_djangos_execute_wrappers():
     assert any("SELECT" in query["sql"] for query in captured.captured_queries)
 
 
+def test_placeholders_are_numbered_as_postgresql_writes_them():
+    assert numbered("SELECT %s, '100%%', %s FROM t WHERE a = %s") == "SELECT $1, '100%', $2 FROM t WHERE a = $3"
+    assert numbered("SELECT 1") == "SELECT 1"
+
+
+def test_a_named_placeholder_is_refused_rather_than_sent_as_it_is():
+    with pytest.raises(ValueError, match=r"only %s placeholders can be numbered, not %\( in: SELECT %\(name\)s"):
+        numbered("SELECT %(name)s")
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="%$"), max_size=8), min_size=1, max_size=80))
+def test_the_nth_placeholder_becomes_dollar_n_and_the_text_between_is_kept(fragments):
+    expected = fragments[0] + "".join(f"${n}{fragment}" for n, fragment in enumerate(fragments[1:], 1))
+    assert numbered("%s".join(fragments)) == expected
+
+
+@on_postgres
+def test_a_statement_of_more_than_fifty_parameters_answers_in_order():
+    values = list(range(60))
+    sql = "SELECT " + ", ".join(["%s::int"] * len(values)) + ", '50%%'"
+    with server_bound_cursor(connection) as cursor:
+        cursor.execute(sql, values)
+        assert list(cursor.fetchone()) == [*values, "50%"]
+
+
 @on_postgres
 def test_the_connection_keeps_its_client_binding_cursor_for_everything_else():
-    from psycopg import ClientCursor
+    from psycopg import ClientCursor, RawCursor
 
+    with server_bound_cursor(connection) as cursor:
+        assert isinstance(cursor.cursor, RawCursor)  # the statement is numbered once, not split on every run
     connection.ensure_connection()
     usual = connection.connection.cursor_factory
     with pytest.raises(Exception, match="division by zero"), server_bound_cursor(connection) as cursor:
