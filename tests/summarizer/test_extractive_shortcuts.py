@@ -10,6 +10,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from summarizer import identifiers
 from summarizer.extractive import entries, facts
 
 # Texts made of the prompt's own pieces: block tags on lines of their own, inline mentions of them, words.
@@ -74,3 +75,29 @@ def test_a_long_line_is_classified_without_being_remembered(monkeypatch):
     assert remembered == []
     assert facts.score("error: short") == facts._score("error: short")
     assert remembered and set(remembered) == {"error: short"}  # a short line is remembered
+
+
+# Lines made of what the name patterns look for and what their skip tests look at (the one-character marks a
+# pattern needs, labels, host words, names with and without them) and of characters regexes fold by case.
+_NAME_LINES = st.lists(st.sampled_from([
+    "ESSOS\\missandei", "essos.local", "dc01.essos.local", "jon@north.local", "MEEREEN$", "ESSOS-CA", "corp-DC01-CA",
+    "user", "Username", "host", "hostname", "server", "CA Name", "(name", "domain", ":", "=", "..", ".", " ", "\\",
+    "@", "$", "-", "-ca", "WEB01", "sql_svc", "10.0.0.5", "\u017f", "\u0131", "\u212a", "K", "\t", "`"]),
+    max_size=24).map("".join)
+
+
+def _names_by_every_pattern(line: str) -> tuple[str, ...]:
+    found = [(m.start(), m.group(0)) for _, pattern in identifiers._NAME_PATTERNS for m in pattern.finditer(line)]
+    for labelled in (identifiers._LABELLED_NAME_RE, identifiers._HOST_WORD_RE):
+        found.extend((m.start("value"), m.group("value").rstrip(".-")) for m in labelled.finditer(line))
+    return tuple(n for _, n in sorted(found) if identifiers._is_name(n))
+
+
+@given(_NAME_LINES)
+def test_a_name_pattern_skipped_for_a_missing_mark_would_have_found_nothing(line):
+    assert identifiers._line_names.__wrapped__(line) == _names_by_every_pattern(line)
+
+
+@given(st.text())
+def test_names_of_any_text_are_those_every_pattern_finds(line):
+    assert identifiers._line_names.__wrapped__(line) == _names_by_every_pattern(line)
