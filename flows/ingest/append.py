@@ -220,10 +220,13 @@ def batch_validate(messages: Any, max_messages: int = MAX_BATCH_MESSAGES) -> lis
 
 
 def _event_messages(rows: list[Message]) -> list[dict[str, Any]]:
+    items = [{**row.to_dict(), "seq": row.seq, "byte_size": row.byte_size, "token_count": row.token_count}
+             for row in rows]
+    if len(json.dumps(items, ensure_ascii=False)) <= EVENT_MESSAGES_MAX_BYTES:
+        return items  # the usual batch: one encoding, longer than the items' added up, says they all fit
     out: list[dict[str, Any]] = []
     used = 0
-    for row in rows:
-        item = {**row.to_dict(), "seq": row.seq, "byte_size": row.byte_size, "token_count": row.token_count}
+    for item in items:
         used += len(json.dumps(item, ensure_ascii=False))
         if used > EVENT_MESSAGES_MAX_BYTES and out:
             break  # the page sees last_seq beyond the last message it got and catches up by seq

@@ -205,6 +205,23 @@ def test_a_message_event_payload_stays_bounded_for_huge_batches(make_chain):
     assert len(json.dumps(sent)) <= EVENT_MESSAGES_MAX_BYTES
 
 
+@pytest.mark.parametrize("spare", [-3, 0, 1, 3, 4, 10])
+def test_a_message_event_carries_every_message_whose_encoding_fits_the_cap(spare):
+    """Two messages whose encodings add up to the cap minus `spare` characters: both go when they fit one by one
+    (the list's own brackets and comma do not count), the first alone when they do not."""
+    from flows.ingest.append import EVENT_MESSAGES_MAX_BYTES, _event_messages
+    from flows.models import Message
+
+    def row(seq: int, chars: int) -> Message:
+        return Message(seq=seq, role="user", content="x" * chars, byte_size=0, token_count=1)
+
+    empty = len(json.dumps(_event_messages([row(1, 0)])[0], ensure_ascii=False))
+    half = (EVENT_MESSAGES_MAX_BYTES - spare) // 2 - empty
+    rows = [row(1, half), row(2, EVENT_MESSAGES_MAX_BYTES - spare - 2 * empty - half)]
+    sent = _event_messages(rows)
+    assert [m["seq"] for m in sent] == ([1, 2] if spare >= 0 else [1])
+
+
 def test_the_chain_read_pages_raw_messages_with_a_cursor(api_client, make_chain, tool_round):
     chain = make_chain(messages=tool_round)
     first = api_client.get(f"/api/chains/{chain.pk}?limit=2").json()
