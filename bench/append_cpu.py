@@ -17,7 +17,7 @@ but the clients. The summarization events the turns led to are counted by outcom
 The wall-clock rate is printed for reference only.
 
 Usage: python bench/append_cpu.py [--configs postgres/redis,sqlite/redis,postgres/redis*2,...] [--clients 4]
-       [--seconds 15]   (`*N`: N server processes, as bench/server_load.py)
+       [--seconds 15] [--requests 300]   (`*N`: N server processes, as bench/server_load.py)
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine_speed import machine_line  # noqa: E402
 from server_harness import PG_ADMIN_URL, Server, ServerError  # noqa: E402
-from server_load import parse_config, throughput  # noqa: E402
+from server_load import MAX_REQUESTS_PER_CLIENT, parse_config, throughput  # noqa: E402
 
 __all__ = ["cpu_seconds", "main"]
 
@@ -103,11 +103,12 @@ RUNS_SQL = ("import json; from flows.models import SummaryEvent as E; "
             ".Count('id')).order_by())))")
 
 
-def measure(db: str, layer: str, processes: int, clients: int, seconds: float) -> dict[str, Any]:
+def measure(db: str, layer: str, processes: int, clients: int, seconds: float,
+            requests: int = MAX_REQUESTS_PER_CLIENT) -> dict[str, Any]:
     with Server(db=db, layer=layer, processes=processes) as server:
         server.new_chain("warm-up")  # the first requests load code and caches: not counted
         before, client_before = _snapshot(server), _client_cpu()
-        load = throughput(server, clients, seconds)
+        load = throughput(server, clients, seconds, requests)
         answered, client_spent = _snapshot(server), _client_cpu() - client_before
         drained = _drain(server)
         runs = json.loads(server.manage("shell", "-c", RUNS_SQL).strip().splitlines()[-1])
@@ -137,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default="postgres/redis,sqlite/redis,postgres/embedded,sqlite/embedded")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--requests", type=int, default=MAX_REQUESTS_PER_CLIENT,
+                        help=f"at most this many appends per client (default {MAX_REQUESTS_PER_CLIENT}; more: longer, "
+                             "steadier runs)")
     args = parser.parse_args(argv)
     print("CPU ms per appended message, while appending + afterwards (the queued summarizations); "
           f"at the start {machine_line()}\n")
@@ -144,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
           "| clients (this process) | server side ms/msg | summarization events | messages/s (wall, for reference) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for config in (c for c in args.configs.split(",") if c):
-        print(_row(config, args.clients, measure(*parse_config(config), args.clients, args.seconds)), flush=True)
+        result = measure(*parse_config(config), args.clients, args.seconds, args.requests)
+        print(_row(config, args.clients, result), flush=True)
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}; {machine_line()}")
     return 0
 
