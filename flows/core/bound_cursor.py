@@ -12,9 +12,9 @@ The client-binding cursors everywhere else never prepare. The pooled API threads
 
 psycopg still turns each statement's `%s` placeholders into PostgreSQL's `$1, $2...` on every execution, with a
 regular expression, and caches the result only for statements of at most 50 parameters: four message rows have
-48, plus the chain's head, so the INSERT was split again on every append (about 7 % of an append's time in the
-server). Here the numbering is done once per statement text (`numbered`) and the cursor is psycopg's raw one,
-which takes `$n` placeholders as they are.
+48, plus the chain's head, so the INSERT was split again on every append (90 microseconds of the interpreter
+per append, 20 with the raw cursor). Here the numbering is done once per statement text (`numbered`) and the
+cursor is psycopg's raw one, which takes `$n` placeholders as they are.
 
 The cursor is made by Django's own `connection.cursor()` with that cursor class, so execute wrappers, query
 logging and the time-zone loader apply as to any other cursor. Other backends get their usual cursor and SQL.

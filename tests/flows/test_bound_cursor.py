@@ -71,11 +71,17 @@ def test_a_statement_of_more_than_fifty_parameters_answers_in_order():
 
 
 @on_postgres
-def test_the_connection_keeps_its_client_binding_cursor_for_everything_else():
-    from psycopg import ClientCursor, RawCursor
+def test_the_appends_cursor_takes_numbered_placeholders_as_they_are():
+    from psycopg import RawCursor
 
     with server_bound_cursor(connection) as cursor:
-        assert isinstance(cursor.cursor, RawCursor)  # the statement is numbered once, not split on every run
+        assert isinstance(cursor.cursor, RawCursor)  # psycopg does not split the statement again on every run
+
+
+@on_postgres
+def test_the_connection_keeps_its_client_binding_cursor_for_everything_else():
+    from psycopg import ClientCursor
+
     connection.ensure_connection()
     usual = connection.connection.cursor_factory
     with pytest.raises(Exception, match="division by zero"), server_bound_cursor(connection) as cursor:
