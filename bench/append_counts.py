@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from append_cpu import _backends, cpu_seconds  # noqa: E402
+from append_cpu import cpu_seconds, database_backends  # noqa: E402
 from django_env import bench_database  # noqa: E402
 from server_load import agent_turn  # noqa: E402
 
@@ -161,7 +161,7 @@ def _database_cpu() -> dict[int, float]:
 
     if connection.vendor != "postgresql":
         return {}
-    return {pid: cpu_seconds(pid) for pid in _backends(connection.settings_dict["NAME"])}
+    return {pid: cpu_seconds(pid) for pid in database_backends(connection.settings_dict["NAME"])}
 
 
 def main() -> None:

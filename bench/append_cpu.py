@@ -36,7 +36,7 @@ from machine_speed import machine_line  # noqa: E402
 from server_harness import PG_ADMIN_URL, Server, ServerError  # noqa: E402
 from server_load import MAX_REQUESTS_PER_CLIENT, parse_config, throughput  # noqa: E402
 
-__all__ = ["cpu_seconds", "main"]
+__all__ = ["cpu_seconds", "database_backends", "main"]
 
 TICKS = os.sysconf("SC_CLK_TCK")
 QUIET_SECONDS = 1.0        # the processes are done when they used less than QUIET_CPU in this long
@@ -54,7 +54,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15 of the line)
 
 
-def _backends(db_name: str) -> list[int]:
+def database_backends(db_name: str) -> list[int]:
     if not db_name:
         return []
     import psycopg
@@ -66,7 +66,7 @@ def _backends(db_name: str) -> list[int]:
 
 def _snapshot(server: Server) -> dict[str, float]:
     out = {f"{role}:{pid}": cpu_seconds(pid) for role, pid in server.pids()}
-    backends = _backends(server.pg_name)
+    backends = database_backends(server.pg_name)
     out.update({f"pg:{pid}": cpu_seconds(pid) for pid in backends})
     return out
 
